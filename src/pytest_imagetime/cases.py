@@ -1,0 +1,418 @@
+"""Cases: the Case model, loading YAML case files, and the checks every load applies.
+
+A case file is YAML (format ``cases/1``, schema in ``schemas/cases.schema.json``). Loading
+keeps the line of every field, so a problem names the file, the line, the case id and the
+field. Benchmark-wide rules (inventory, variants, completeness) live in ``lint``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import yaml
+
+from .rubric import LEVEL_KEYS, Applicability
+
+CASE_FORMAT = "cases/1"
+STAGES: tuple[str, ...] = ("t1", "t2", "t3", "t4")
+ENTITY_ROLES: tuple[str, ...] = (
+    "actors", "targets", "tools", "containers", "recipients", "obstacles", "non_targets",
+)
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a case file, located as precisely as the file allows."""
+
+    path: str
+    message: str
+    line: int | None = None
+    case_id: str | None = None
+    field: str | None = None
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        parts = [where]
+        if self.case_id:
+            parts.append(f"case {self.case_id!r}")
+        if self.field:
+            parts.append(f"field {self.field!r}")
+        prefix = "warning: " if self.severity == "warning" else ""
+        return ": ".join(parts) + f": {prefix}{self.message}"
+
+
+class CaseFileError(Exception):
+    """A case file that cannot be used; carries every problem found, not just the first."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+@dataclass(frozen=True)
+class Setup:
+    scene: str
+    style: str
+    camera: str
+
+
+@dataclass(frozen=True)
+class Predicate:
+    id: str
+    stage: str  # t1..t4 or "all"
+    text: str
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark case: a generation prompt and the process specification behind it."""
+
+    id: str
+    domain: str
+    subcategory: str
+    concept: str
+    difficulty: str
+    variant: int
+    levels: tuple[str, ...]
+    applicable: Applicability
+    setup: Setup
+    entities: Mapping[str, tuple[str, ...]]
+    states: Mapping[str, str]
+    predicates: tuple[Predicate, ...]
+    temporal_constraints: tuple[str, ...]
+    forbidden: tuple[Forbidden, ...]
+    prompt: str
+    source: str = field(default="", compare=False)
+    line: int | None = field(default=None, compare=False)
+
+    def spec(self) -> dict[str, Any]:
+        """The case as plain data, without where it was loaded from."""
+        data = asdict(self)
+        data.pop("source")
+        data.pop("line")
+        data["entities"] = {k: list(v) for k, v in self.entities.items()}
+        return data
+
+    @functools.cached_property
+    def spec_hash(self) -> str:
+        """Changes whenever anything a judge reads from the case changes."""
+        return _sha256(json.dumps(self.spec(), sort_keys=True))
+
+    @property
+    def prompt_hash(self) -> str:
+        return _sha256(self.prompt)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.cache
+def case_schema() -> dict[str, Any]:
+    text = resources.files("pytest_imagetime").joinpath("schemas/cases.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(case_schema())
+
+
+def looks_like_case_file(path: Path) -> bool:
+    """Cheap test for directory collection: the first meaningful line is the format marker."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for raw in fh:
+                line = raw.strip()
+                if line and not line.startswith("#") and line != "---":
+                    return line.startswith("imagetime:")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
+
+
+# ---------------------------------------------------------------- YAML with line numbers
+
+Located = dict[tuple[str | int, ...], int]
+
+
+# libyaml's parser when present: several times faster than the pure-Python one.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _to_data(node: yaml.Node, where: tuple[str | int, ...], lines: Located,
+             scalars: yaml.constructor.SafeConstructor) -> Any:
+    lines[where] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = str(scalars.construct_object(key_node))
+            out[key] = _to_data(value_node, (*where, key), lines, scalars)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_data(v, (*where, i), lines, scalars) for i, v in enumerate(node.value)]
+    return scalars.construct_object(node)
+
+
+def _line_of(lines: Located, where: Sequence[str | int]) -> int | None:
+    key = tuple(where)
+    while key:
+        if key in lines:
+            return lines[key]
+        key = key[:-1]
+    return lines.get((), None)
+
+
+def _field_name(where: Sequence[str | int]) -> str:
+    text = ""
+    for part in where:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_case_file(path: Path, display: str | None = None) -> tuple[Case, ...]:
+    """Load and check one case file; raises CaseFileError listing every error found."""
+    cases, problems = inspect_case_file(path, display)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise CaseFileError(errors)
+    return cases
+
+
+def inspect_case_file(path: Path,
+                      display: str | None = None) -> tuple[tuple[Case, ...], list[Problem]]:
+    """The cases of a file and every problem (errors and warnings); never raises.
+
+    When the file has errors that stop cases being built (syntax, schema), no cases come back.
+    """
+    shown = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return (), [Problem(shown, f"cannot read the file: {exc}")]
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        return (), [Problem(shown, f"not valid YAML: {exc.problem or exc}", line=line)]
+    if node is None:
+        return (), [Problem(shown, f"empty file; a case file starts with "
+                                   f"'imagetime: {CASE_FORMAT}'")]
+    lines: Located = {}
+    data = _to_data(node, (), lines, yaml.constructor.SafeConstructor())
+    problems = list(_schema_problems(data, shown, lines))
+    if problems:
+        return (), problems
+    try:
+        cases = tuple(_build_case(raw, data.get("domain"), shown, lines, i)
+                      for i, raw in enumerate(data["cases"]))
+    except CaseFileError as exc:
+        return (), list(exc.problems)
+    for i, case in enumerate(cases):
+        problems.extend(case_problems(
+            case, shown, lambda f, i=i: _line_of(lines, ("cases", i, *f))))
+    problems.extend(duplicate_id_problems(cases))
+    return cases, problems
+
+
+def _schema_problems(data: Any, shown: str, lines: Located) -> Iterator[Problem]:
+    if not isinstance(data, dict) or "imagetime" not in data:
+        yield Problem(shown, f"not a case file: the first key must be 'imagetime: {CASE_FORMAT}'",
+                      line=1)
+        return
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    for error in errors:
+        where = list(error.absolute_path)
+        case_id = None
+        if len(where) >= 2 and where[0] == "cases" and isinstance(where[1], int):
+            raw = data["cases"][where[1]]
+            case_id = raw.get("id") if isinstance(raw, dict) else None
+            case_id = case_id or f"#{where[1] + 1}"
+            field_path = where[2:]
+        else:
+            field_path = where
+        yield Problem(shown, _schema_message(error), line=_line_of(lines, where),
+                      case_id=str(case_id) if case_id else None,
+                      field=_field_name(field_path) or None)
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        return f"{error.message}; allowed fields: {', '.join(allowed)}"
+    if error.validator == "enum":
+        options = ", ".join(json.dumps(v) for v in error.validator_value)
+        return f"{error.instance!r} is not accepted; use one of {options}"
+    if error.validator == "pattern" and error.schema.get("description"):
+        return f"{error.instance!r}: {error.schema['description']}"
+    return error.message
+
+
+def _build_case(raw: dict[str, Any], default_domain: str | None, shown: str,
+                lines: Located, index: int) -> Case:
+    domain = raw.get("domain") or default_domain
+    if not domain:
+        raise CaseFileError([Problem(shown, "no domain: give 'domain' in the case or the file",
+                                     line=_line_of(lines, ("cases", index)), case_id=raw["id"],
+                                     field="domain")])
+    predicates = tuple(Predicate(p.get("id") or f"p{i + 1}", p["stage"], p["text"].strip())
+                       for i, p in enumerate(raw["predicates"]))
+    return Case(
+        id=raw["id"],
+        domain=domain,
+        subcategory=raw["subcategory"],
+        concept=raw["concept"],
+        difficulty=raw["difficulty"],
+        variant=int(raw["variant"]),
+        levels=tuple(sorted(raw["levels"], key=LEVEL_KEYS.index)),
+        applicable=Applicability(**raw["applicable"]),
+        setup=Setup(**raw["setup"]),
+        entities={role: tuple(raw["entities"].get(role, ())) for role in ENTITY_ROLES
+                  if raw["entities"].get(role)},
+        states={s: raw["states"][s].strip() for s in STAGES},
+        predicates=predicates,
+        temporal_constraints=tuple(raw["temporal_constraints"]),
+        forbidden=tuple(Forbidden(f"f{i + 1}", t.strip()) for i, t in enumerate(raw["forbidden"])),
+        prompt=" ".join(raw["prompt"].split()),
+        source=shown,
+        line=_line_of(lines, ("cases", index)),
+    )
+
+
+# ---------------------------------------------------------------- per-case rules
+
+_PANEL_WORDS = (
+    ("panel 1", "top left", "top-left"),
+    ("panel 2", "top right", "top-right"),
+    ("panel 3", "bottom left", "bottom-left"),
+    ("panel 4", "bottom right", "bottom-right"),
+)
+_GRID = re.compile(r"\b(2\s*[x×]\s*2|two[- ]by[- ]two)\b", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(not|no|never|only|cannot|can't|without|stays?|remains?|unchanged|"
+                       r"blocked|locked|instead)\b", re.IGNORECASE)
+_AMOUNT = re.compile(r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|half|third|"
+                     r"quarter|full|empty|level|pair|dozen|all|each|both|single|more|less)\b",
+                     re.IGNORECASE)
+_STOP = frozenset("""a an the of on in at to with and or for from by into onto its his her their
+left right top bottom front back side small large big one two three four five six each
+that this near next over under""".split())
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 2 and w not in _STOP}
+
+
+def case_problems(case: Case, shown: str,
+                  line_of: Any = lambda field: None) -> Iterator[Problem]:
+    """The rules every case must meet, errors and warnings, beyond the schema."""
+
+    def problem(fld: tuple[str | int, ...], message: str,
+                severity: Severity = "error") -> Problem:
+        return Problem(shown, message, line=line_of(fld), case_id=case.id,
+                       field=_field_name(fld), severity=severity)
+
+    stages_covered = {p.stage for p in case.predicates}
+    missing = [s for s in STAGES if s not in stages_covered]
+    if missing:
+        yield problem(("predicates",), f"no predicate for stage {', '.join(missing)}; "
+                                       "each of t1, t2, t3, t4 needs at least one")
+    seen: set[str] = set()
+    for i, p in enumerate(case.predicates):
+        if p.id in seen:
+            yield problem(("predicates", i, "id"), f"predicate id {p.id!r} is used twice")
+        seen.add(p.id)
+    for level in ("L0", "L1"):
+        if level not in case.levels:
+            yield problem(("levels",), f"{level} applies to every case; add it")
+    if case.applicable.constraint and "L6" not in case.levels:
+        yield problem(("levels",), "applicable.constraint is true, so levels must include L6")
+    if "L6" in case.levels and not case.applicable.constraint:
+        yield problem(("levels",), "L6 is only for cases with an explicit constraint; "
+                                   "set applicable.constraint to true or drop L6")
+    prompt = case.prompt.lower()
+    if "square" not in prompt:
+        yield problem(("prompt",), "the prompt must ask for one square image")
+    if not _GRID.search(case.prompt):
+        yield problem(("prompt",), "the prompt must name the 2x2 grid layout ('2x2')")
+    for number, words in enumerate(_PANEL_WORDS, start=1):
+        if not any(w in prompt for w in words):
+            yield problem(("prompt",), f"the prompt does not name panel {number} "
+                                       f"('{words[0].capitalize()}' or '{words[1]}')")
+    texts = [case.states[s].lower() for s in STAGES]
+    if len(set(texts)) < len(texts):
+        yield problem(("states",), "two or more states are identical; t1..t4 must differ")
+    if not (case.entities.get("actors") or case.entities.get("targets")):
+        yield problem(("entities",), "name at least one actor or target")
+    prompt_words = content_words(case.prompt)
+    for role, phrases in case.entities.items():
+        for i, phrase in enumerate(phrases):
+            words = content_words(phrase)
+            if words and not words & prompt_words:
+                yield problem(("entities", role, i),
+                              f"{phrase!r} is not named in the prompt; the judge can only check "
+                              "what the prompt states", "warning")
+    if case.applicable.constraint and not _NEGATION.search(case.prompt):
+        yield problem(("prompt",), "a constraint case must state what must not happen",
+                      "warning")
+    if case.applicable.quantity and not _AMOUNT.search(case.prompt):
+        yield problem(("prompt",), "a quantity case should name its counts or amounts",
+                      "warning")
+
+
+def duplicate_id_problems(cases: Iterable[Case]) -> Iterator[Problem]:
+    first: dict[str, Case] = {}
+    for case in cases:
+        if case.id in first:
+            other = first[case.id]
+            yield Problem(case.source, f"duplicate case id; first defined at "
+                                       f"{other.source}:{other.line}", line=case.line,
+                          case_id=case.id, field="id")
+        else:
+            first[case.id] = case
+
+
+# ---------------------------------------------------------------- where cases live
+
+
+def builtin_cases_dir() -> Path:
+    """The packaged cases: inside the wheel, or the repository's cases/ in a source checkout."""
+    packaged = Path(str(resources.files("pytest_imagetime"))) / "builtin_cases"
+    if packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parents[2] / "cases"
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(f"no packaged cases: neither {packaged} nor {checkout} exists")
+
+
+def case_files(paths: Iterable[Path]) -> list[Path]:
+    """Case files under the given files or directories, in a stable order."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out.extend(p for p in sorted(path.rglob("*.y*ml"))
+                       if p.suffix in (".yaml", ".yml") and looks_like_case_file(p))
+        else:
+            out.append(path)
+    return out
