@@ -1,0 +1,186 @@
+"""The benchmark's rubric, written down once: dimensions, tree, applicability, labels, caps.
+
+Every fact here comes from the ImageTime rubric (capability scores C0-C9, diagnostic scores
+D0-D14, the progressive capability tree, the null rules and the cap conditions). The paper
+gives no cap values; ours are below, and ``RUBRIC_VERSION`` changes whenever any of them do,
+so every stored judgment and report says which rules produced its numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+RUBRIC_VERSION = "imagetime-rubric/1"
+
+Setting = Literal["prompt-only", "scaffold"]
+SETTINGS: tuple[Setting, ...] = ("prompt-only", "scaffold")
+
+C_DIMS: dict[str, str] = {
+    "C0": "Layout validity",
+    "C1": "Reference grounding",
+    "C2": "Entity consistency",
+    "C3": "Spatial-view consistency",
+    "C4": "Motion continuity",
+    "C5": "Temporal ordering",
+    "C6": "Causal process consistency",
+    "C7": "Interaction consistency",
+    "C8": "Constraint/counterfactual sensitivity",
+    "C9": "Visual quality",
+}
+D_DIMS: dict[str, str] = {
+    "D0": "Panel parse and crop integrity",
+    "D1": "Task-entity binding",
+    "D2": "Object permanence and lifecycle",
+    "D3": "Background anchor persistence",
+    "D4": "Spatial coordinate and relation consistency",
+    "D5": "Camera, scale and depth continuity",
+    "D6": "Trajectory and pose-position coupling",
+    "D7": "Contact, support and affordance geometry",
+    "D8": "State-transition visibility",
+    "D9": "Phase distinctiveness",
+    "D10": "Attention, gaze and intent alignment",
+    "D11": "Quantity, set membership and attribute binding",
+    "D12": "Occlusion and reappearance consistency",
+    "D13": "Constraint execution",
+    "D14": "Visual readability for judging",
+}
+ALL_DIMS: tuple[str, ...] = (*C_DIMS, *D_DIMS)
+SCORE_MIN, SCORE_MAX = 0, 10
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """A node of the progressive capability tree: which C and D dimensions it averages."""
+
+    key: str
+    name: str
+    c_dims: tuple[str, ...]
+    d_dims: tuple[str, ...]
+
+
+GATE = TreeNode("gate", "Protocol", ("C0",), ("D0", "D14"))
+LEVELS: tuple[TreeNode, ...] = (
+    TreeNode("L0", "Static grounding", ("C2", "C3", "C9"), ("D1", "D14")),
+    TreeNode("L1", "Identity and anchors", ("C2", "C3"), ("D2", "D3", "D5")),
+    TreeNode("L2", "Spatial transition", ("C3", "C4"), ("D4", "D5", "D6", "D8", "D9")),
+    TreeNode("L3", "Object-state transition", ("C2", "C6"), ("D2", "D8", "D11", "D12")),
+    TreeNode("L4", "Interaction and affordance", ("C4", "C6", "C7"), ("D6", "D7", "D10")),
+    TreeNode("L5", "Causal process", ("C5", "C6"), ("D8", "D9", "D11")),
+    TreeNode("L6", "Constraint / counterfactual", ("C8",), ("D13",)),
+)
+LEVEL_KEYS: tuple[str, ...] = tuple(node.key for node in LEVELS)
+LEVEL_NAMES: dict[str, str] = {node.key: node.name for node in LEVELS}
+
+
+@dataclass(frozen=True)
+class Applicability:
+    """Which optional dimensions a case makes applicable (the rubric's null rules)."""
+
+    constraint: bool
+    quantity: bool
+    occlusion: bool
+
+
+def nullable_dims(setting: Setting, applicable: Applicability) -> frozenset[str]:
+    """Dimensions that must be null for this case and setting; all others must be scored."""
+    dims: set[str] = set()
+    if setting == "prompt-only":
+        dims.add("C1")
+    if not applicable.constraint:
+        dims.update({"C8", "D13"})
+    if not applicable.quantity:
+        dims.add("D11")
+    if not applicable.occlusion:
+        dims.add("D12")
+    return frozenset(dims)
+
+
+# The failure modes the paper names, plus the layout failures a parser reports.
+FAILURE_LABELS: dict[str, str] = {
+    "not_2x2_sheet": "no usable ordered 2x2 sheet (wrong panel count, missing or unreadable panels)",
+    "panorama_or_collage": "panels form a panorama or collage rather than four complete stages",
+    "wrong_action_or_entity": "the requested action, actor, target, tool, recipient, scene or style is wrong",
+    "identity_drift": "a recurring subject or object changes identity or material",
+    "object_duplication": "a recurring object or actor is duplicated",
+    "object_disappearance": "a recurring object disappears without task justification",
+    "scene_drift": "the scene changes between panels",
+    "camera_anchor_drift": "camera or background anchors drift between panels",
+    "missing_intermediate_state": "no visible intermediate state",
+    "premature_final_state": "the final state appears too early",
+    "copied_phases": "two or more panels are copies of each other",
+    "no_displacement": "a motion task shows no objective displacement",
+    "target_object_jump": "the target object jumps between positions",
+    "impossible_contact_geometry": "impossible contact, grip or support geometry",
+    "missing_interaction": "the required interaction is not shown",
+    "causal_order_violation": "causal order or a causal precondition is violated",
+    "non_conservation": "source and target quantities fail to co-vary",
+    "constraint_violation": "a blocked or counterfactual condition is violated",
+    "occlusion_inconsistency": "occluded objects reappear inconsistently",
+}
+
+
+@dataclass(frozen=True)
+class CapRule:
+    """A conservative cap: when it fires, each listed dimension is lowered to at most its limit."""
+
+    key: str
+    condition: str
+    labels: frozenset[str]
+    limits: Mapping[str, int]
+    only_if: Literal["always", "constraint", "quantity"] = "always"
+
+
+_TEMPORAL = ("C4", "C5", "C6", "C7")
+_PHASE = ("D6", "D7", "D8", "D9", "D10")
+
+CAP_RULES: tuple[CapRule, ...] = (
+    CapRule(
+        "unusable-sheet",
+        "the output is not a usable ordered 2x2 sheet",
+        frozenset({"not_2x2_sheet"}),
+        {"C0": 0, "D0": 2, **dict.fromkeys(_TEMPORAL, 2), **dict.fromkeys(_PHASE, 2)},
+    ),
+    CapRule(
+        "panorama-or-collage",
+        "panels form a panorama or collage rather than four complete stages",
+        frozenset({"panorama_or_collage"}),
+        {"C0": 3, "D0": 3, "C4": 3, "C5": 3, "D3": 4, "D5": 4, "D9": 3},
+    ),
+    CapRule(
+        "wrong-action-or-entity",
+        "the requested action, actor, target, tool, recipient, scene or style is wrong",
+        frozenset({"wrong_action_or_entity"}),
+        {"C2": 3, "C4": 3, "C6": 3, "C7": 3, "D1": 3},
+    ),
+    CapRule(
+        "identity-not-kept",
+        "recurring objects disappear, duplicate or change identity without task justification",
+        frozenset({"identity_drift", "object_duplication", "object_disappearance"}),
+        {"C2": 4, "D1": 5, "D2": 4},
+    ),
+    CapRule(
+        "no-motion-or-copied-phases",
+        "a motion task lacks objective displacement, or phases are copied",
+        frozenset({"copied_phases", "no_displacement"}),
+        {"C0": 4, "C4": 2, "C5": 3, "D6": 3, "D8": 3, "D9": 2},
+    ),
+    CapRule(
+        "non-conservation",
+        "source and target states fail to co-vary in transfer, filling, emptying or assembly",
+        frozenset({"non_conservation"}),
+        {"C6": 4, "D8": 5, "D11": 3},
+        only_if="quantity",
+    ),
+    CapRule(
+        "constraint-violated",
+        "a blocked or counterfactual condition is violated",
+        frozenset({"constraint_violation"}),
+        {"C8": 2, "D13": 2},
+        only_if="constraint",
+    ),
+)
+
+# An item passes the layout gate when its post-cap C0 reaches this value.
+GATE_C0_MIN = 5

@@ -1,0 +1,110 @@
+"""Pure scoring: item means and tree levels, and the run aggregate over items.
+
+Nulls are omitted, never counted as 0. Errors are counted apart and never scored.
+Aggregates are computed over items sorted by key, so they do not depend on the order in
+which items finished (serial and xdist runs give identical numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .rubric import ALL_DIMS, C_DIMS, D_DIMS, GATE, GATE_C0_MIN, LEVELS, TreeNode
+
+
+def mean(values: Iterable[float | int | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+@dataclass(frozen=True)
+class ItemScores:
+    c_mean: float | None
+    d_mean: float | None
+    overall: float | None
+    tree: Mapping[str, float | None]  # "gate" and L0..L6
+    gate_pass: bool
+
+
+def node_score(node: TreeNode, scores: Mapping[str, int | None]) -> float | None:
+    """T = 0.5 mean(C) + 0.5 mean(D); one family alone when the other has no applicable dims."""
+    c = mean(scores.get(d) for d in node.c_dims)
+    d = mean(scores.get(d) for d in node.d_dims)
+    if c is None or d is None:
+        return c if d is None else d
+    return 0.5 * c + 0.5 * d
+
+
+def score_item(scores: Mapping[str, int | None]) -> ItemScores:
+    c = mean(scores.get(d) for d in C_DIMS)
+    d = mean(scores.get(d) for d in D_DIMS)
+    overall = None if c is None and d is None else (
+        c if d is None else d if c is None else (c + d) / 2)
+    tree = {GATE.key: node_score(GATE, scores)}
+    tree.update({node.key: node_score(node, scores) for node in LEVELS})
+    c0 = scores.get("C0")
+    return ItemScores(c, d, overall, tree, gate_pass=c0 is not None and c0 >= GATE_C0_MIN)
+
+
+# ---------------------------------------------------------------- run aggregate
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What aggregation needs from one item (a judged item, or an error with no scores)."""
+
+    key: str
+    domain: str
+    difficulty: str
+    status: str  # "passed", "failed" or "error"
+    scores: Mapping[str, int | None]
+    labels: tuple[str, ...] = ()
+    cost_usd: float = 0.0
+
+
+def _summary(items: Sequence[Scored]) -> dict[str, Any]:
+    judged = [i for i in items if i.status != "error"]
+    per_item = [score_item(i.scores) for i in judged]
+    out: dict[str, Any] = {
+        "n": len(items),
+        "judged": len(judged),
+        "errors": len(items) - len(judged),
+        "passed": sum(i.status == "passed" for i in items),
+        "failed": sum(i.status == "failed" for i in items),
+        "c_mean": mean(s.c_mean for s in per_item),
+        "d_mean": mean(s.d_mean for s in per_item),
+        "overall": mean(s.overall for s in per_item),
+        "gate_pass_rate": (sum(s.gate_pass for s in per_item) / len(per_item)
+                           if per_item else None),
+        "tree": {k: mean(s.tree[k] for s in per_item) for k in (GATE.key, *(n.key for n in LEVELS))},
+        "tree_n": {k: sum(s.tree[k] is not None for s in per_item)
+                   for k in (GATE.key, *(n.key for n in LEVELS))},
+    }
+    return out
+
+
+def aggregate(items: Iterable[Scored]) -> dict[str, Any]:
+    """The run aggregate: means, every dimension, every level, breakdowns, labels, costs."""
+    ordered = sorted(items, key=lambda i: i.key)
+    judged = [i for i in ordered if i.status != "error"]
+    result = _summary(ordered)
+    result["dims"] = {
+        dim: {"mean": mean(i.scores.get(dim) for i in judged),
+              "n": sum(i.scores.get(dim) is not None for i in judged)}
+        for dim in ALL_DIMS
+    }
+    by_domain: dict[str, list[Scored]] = defaultdict(list)
+    by_difficulty: dict[str, list[Scored]] = defaultdict(list)
+    for item in ordered:
+        by_domain[item.domain].append(item)
+        by_difficulty[item.difficulty].append(item)
+    result["by_domain"] = {k: _summary(v) for k, v in sorted(by_domain.items())}
+    result["by_difficulty"] = {k: _summary(v) for k, v in sorted(by_difficulty.items())}
+    counts = Counter(label for i in judged for label in set(i.labels))
+    result["labels"] = dict(sorted(counts.items()))
+    result["cost_usd"] = math.fsum(i.cost_usd for i in ordered)
+    return result
