@@ -1,0 +1,1 @@
+"""Image model backends (see ``registry.MODELS``)."""

@@ -1,0 +1,1 @@
+"""Motion-sheet geometry and the pixel metrics computed on every sheet."""
