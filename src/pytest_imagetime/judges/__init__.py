@@ -1,0 +1,1 @@
+"""Judges (see ``registry.JUDGES``)."""

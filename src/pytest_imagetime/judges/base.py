@@ -1,0 +1,44 @@
+"""The judge side of a run: a judge scores one sheet of one case."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from PIL import Image
+
+from ..cases import Case
+from ..judgment import Judgment
+from ..rubric import Setting
+
+JSON = Any
+
+
+@dataclass(frozen=True)
+class SheetToJudge:
+    case: Case
+    setting: Setting
+    image: Image.Image
+    path: Path
+    image_sha256: str
+    reference: Image.Image | None = None
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Scores sheets. Raises judgment.JudgeError when it cannot: never a made-up score."""
+
+    @property
+    def name(self) -> str:
+        """Short name for run directories and reports, e.g. ``pixel``."""
+
+    @property
+    def scored_dims(self) -> frozenset[str]:
+        """Dimensions this judge scores; the rest are null in its judgments."""
+
+    def config(self) -> Mapping[str, JSON]:
+        """Judge model and versions; a change re-judges stored sheets."""
+
+    def judge(self, *, sheet: SheetToJudge) -> Judgment: ...

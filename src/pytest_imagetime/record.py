@@ -1,0 +1,117 @@
+"""One item's result as it travels from a worker to the controller and into the reports.
+
+It travels as ``report.user_properties``: pytest serialises them across xdist and JUnit XML
+writes them. They must stay JSON-like primitives (xdist cannot serialise custom objects), so
+a record is flattened into ``imagetime.<field>`` pairs with scalar values and rebuilt on the
+controller. Null values are left out, never written as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .rubric import ALL_DIMS, GATE, LEVEL_KEYS
+
+PREFIX = "imagetime."
+TREE_KEYS: tuple[str, ...] = (GATE.key, *LEVEL_KEYS)
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    key: str  # "<case id>[<model>]" plus "@<setting>" outside prompt-only
+    case_id: str
+    case_file: str
+    domain: str
+    subcategory: str
+    concept: str
+    difficulty: str
+    variant: int
+    probed_levels: tuple[str, ...]
+    constraint: bool
+    model: str
+    judge: str
+    setting: str
+    run_dir: str
+    case_sha256: str = ""
+    judge_model: str = ""
+    status: str = "pending"  # passed, failed, error (set from the test outcome)
+    error: str | None = None
+    scores: Mapping[str, int | None] = field(default_factory=dict)
+    c_mean: float | None = None
+    d_mean: float | None = None
+    overall: float | None = None
+    tree: Mapping[str, float | None] = field(default_factory=dict)
+    gate_pass: bool | None = None
+    labels: tuple[str, ...] = ()
+    caps: tuple[str, ...] = ()
+    predicates_failed: tuple[str, ...] = ()
+    forbidden_observed: tuple[str, ...] = ()
+    predicates_checked: bool = False
+    image: str | None = None
+    judgment: str | None = None
+    cost_usd: float = 0.0
+    generation_s: float | None = None
+    judge_s: float | None = None
+    generated: bool = False  # False when the stored image was reused
+    judged: bool = False  # False when the stored judgment was reused
+
+    def to_properties(self) -> list[tuple[str, Scalar]]:
+        out: list[tuple[str, Scalar]] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "scores":
+                out.extend((PREFIX + d, v) for d, v in value.items() if v is not None)
+            elif f.name == "tree":
+                out.extend((PREFIX + k, round(v, 4)) for k, v in value.items() if v is not None)
+            elif isinstance(value, tuple):
+                out.append((PREFIX + f.name, ",".join(value)))
+            elif isinstance(value, float):
+                out.append((PREFIX + f.name, round(value, 4)))
+            elif value is not None:
+                out.append((PREFIX + f.name, value))
+        return out
+
+    @classmethod
+    def from_properties(cls, properties: Iterable[tuple[str, object]]) -> ItemRecord | None:
+        """Rebuild a record; None when the properties hold none (a non-ImageTime test)."""
+        raw = {k[len(PREFIX):]: v for k, v in properties if k.startswith(PREFIX)}
+        if "key" not in raw:
+            return None
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "scores":
+                values["scores"] = {d: _as_int(raw.get(d)) for d in ALL_DIMS}
+            elif f.name == "tree":
+                values["tree"] = {k: _as_float(raw.get(k)) for k in TREE_KEYS}
+            elif f.name in raw:
+                values[f.name] = _coerce(f.type, raw[f.name])
+        return cls(**values)
+
+    def with_status(self, status: str, error: str | None = None) -> ItemRecord:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(status=status, error=error if error is not None else self.error)
+        return ItemRecord(**values)
+
+
+def _as_int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def _as_float(value: object) -> float | None:
+    return None if value is None else float(str(value))
+
+
+def _coerce(type_name: object, value: object) -> object:
+    text = str(type_name)
+    if text.startswith("tuple"):
+        return tuple(v for v in str(value).split(",") if v)
+    if text == "bool" or text == "bool | None":
+        return value if isinstance(value, bool) else str(value) == "True"
+    if text == "int":
+        return int(str(value))
+    if text in ("float", "float | None"):
+        return float(str(value))
+    return value

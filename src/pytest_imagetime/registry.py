@@ -1,0 +1,55 @@
+"""Backends by name: built-ins plus third-party ones from an entry-point group.
+
+A spec is ``NAME`` or ``NAME:ARGUMENT`` (``procedural:copied``, ``files:/data/sheets``).
+Backends are imported only when used, so heavy libraries load only for the runs that need them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+
+class UnknownBackend(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class Registry:
+    kind: str  # "model" or "judge"
+    group: str  # entry-point group
+    builtins: Mapping[str, str]  # name -> "module:attribute"
+
+    def available(self) -> dict[str, str]:
+        found = dict(self.builtins)
+        for ep in metadata.entry_points(group=self.group):
+            found.setdefault(ep.name, ep.value)
+        return found
+
+    def factory(self, name: str) -> Callable[[str | None], Any]:
+        target = self.available().get(name)
+        if target is None:
+            names = ", ".join(sorted(self.available()))
+            raise UnknownBackend(f"unknown {self.kind} {name!r}; available: {names} "
+                                 f"(third-party {self.kind}s register in the "
+                                 f"{self.group!r} entry-point group)")
+        module_name, _, attribute = target.partition(":")
+        obj: Callable[[str | None], Any] = getattr(importlib.import_module(module_name),
+                                                   attribute)
+        return obj
+
+    def create(self, spec: str) -> Any:
+        name, sep, argument = spec.partition(":")
+        return self.factory(name.strip())(argument if sep else None)
+
+
+MODELS = Registry("model", "imagetime.models", {
+    "procedural": "pytest_imagetime.models.procedural:ProceduralModel",
+    "files": "pytest_imagetime.models.files:FilesModel",
+})
+JUDGES = Registry("judge", "imagetime.judges", {
+    "pixel": "pytest_imagetime.judges.pixel:PixelJudge",
+})

@@ -1,0 +1,189 @@
+"""One item, start to finish: generate (or reuse), measure, judge (or reuse), cap, score.
+
+Nothing here knows about pytest; the plugin turns the outcome into test results. A model or
+judge failure raises ItemError with the reason: the item is an error, never a score of 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from . import __version__
+from .caps import AppliedCap, apply_caps
+from .cases import Case
+from .judges.base import Judge, SheetToJudge
+from .judgment import Judgment, JudgeError, validate_judgment
+from .models.base import GenerationRequest, ImageModel, ModelError
+from .record import ItemRecord
+from .rubric import RUBRIC_VERSION, Setting
+from .scoring import ItemScores, score_item
+from .sheet import metrics as pixel_metrics
+from .store import (
+    RunPaths,
+    input_key,
+    load_stored_image,
+    load_stored_judgment,
+    store_image,
+    store_judgment,
+)
+
+IMAGE_RECORD_FORMAT = "imagetime-image/1"
+JUDGMENT_RECORD_FORMAT = "imagetime-judgment/1"
+
+
+class ItemError(Exception):
+    """Infrastructure failure of one item (model or judge); the item reports an error."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One model x judge x setting of a session, with what every item of it shares."""
+
+    model: ImageModel
+    judge: Judge
+    paths: RunPaths
+    setting: Setting
+    size: int
+    run_seed: int
+    regenerate: bool = False
+    rejudge: bool = False
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    record: ItemRecord
+    judgment: Judgment
+    caps: tuple[AppliedCap, ...]
+    item_scores: ItemScores
+
+
+def case_seed(run_seed: int, case_id: str) -> int:
+    """Each case's seed: stable across runs and machines, different between cases."""
+    digest = hashlib.sha256(f"{run_seed}:{case_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, (ModelError, JudgeError)):
+        return str(exc)
+    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    where = f" (at {Path(last[0].filename).name}:{last[0].lineno})" if last else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def obtain_sheet(spec: RunSpec, case: Case) -> tuple[Image.Image, str, dict[str, Any], bool]:
+    """The sheet for this case: the stored one when its inputs are unchanged, else a new one."""
+    seed = case_seed(spec.run_seed, case.id)
+    request = GenerationRequest(case=case, setting=spec.setting, size=spec.size, seed=seed)
+    token_of = getattr(spec.model, "input_token", None)
+    key = input_key({
+        "model": spec.model.name, "config": dict(spec.model.config()), "case": case.id,
+        "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
+        "seed": seed, "token": token_of(request) if callable(token_of) else None,
+    })
+    if not spec.regenerate:
+        stored = load_stored_image(spec.paths, case.id, key)
+        if stored is not None:
+            return stored[0], stored[1], stored[2], False
+    started = time.perf_counter()
+    try:
+        generated = spec.model.generate(request=request)
+    except Exception as exc:
+        raise ItemError(f"model {spec.model.name} failed on {case.id}: {_describe(exc)}") from exc
+    seconds = time.perf_counter() - started
+    image = generated.image.convert("RGB")
+    record: dict[str, Any] = {
+        "format": IMAGE_RECORD_FORMAT, "input_key": key, "model": spec.model.name,
+        "model_config": dict(spec.model.config()), "case_id": case.id,
+        "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
+        "seed": seed, "seconds": round(seconds, 6), "date": now(),
+        "width": image.width, "height": image.height, "details": dict(generated.details),
+        "plugin_version": __version__,
+        "pixel_metrics": pixel_facts(image),
+    }
+    digest = store_image(spec.paths, case.id, image, record)
+    record["image_sha256"] = digest
+    return image, digest, record, True
+
+
+def obtain_judgment(spec: RunSpec, case: Case, image: Image.Image,
+                    image_sha256: str) -> tuple[Judgment, bool]:
+    key = input_key({
+        "judge": dict(spec.judge.config()), "image_sha256": image_sha256,
+        "case_spec_sha256": case.spec_hash, "setting": spec.setting,
+        "rubric_version": RUBRIC_VERSION,
+    })
+    if not spec.rejudge:
+        stored = load_stored_judgment(spec.paths, case.id, key)
+        if stored is not None:
+            try:
+                return Judgment.from_json(stored["judgment"]), False
+            except (KeyError, TypeError):
+                pass  # an old or damaged record: judge again
+    sheet = SheetToJudge(case=case, setting=spec.setting, image=image,
+                         path=spec.paths.image(case.id), image_sha256=image_sha256)
+    try:
+        judgment = spec.judge.judge(sheet=sheet)
+        validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
+    except Exception as exc:
+        raise ItemError(f"judge {spec.judge.name} failed on {case.id}: {_describe(exc)}") from exc
+    store_judgment(spec.paths, case.id, {
+        "format": JUDGMENT_RECORD_FORMAT, "input_key": key, "case_id": case.id,
+        "judge_config": dict(spec.judge.config()), "image_sha256": image_sha256,
+        "case_spec_sha256": case.spec_hash, "setting": spec.setting,
+        "rubric_version": RUBRIC_VERSION, "plugin_version": __version__,
+        "judgment": judgment.to_json(),
+    })
+    return judgment, True
+
+
+def pixel_facts(image: Image.Image) -> dict[str, Any]:
+    """The layout facts measured on every sheet, whatever the judge; kept in its record."""
+    measured = pixel_metrics.analyze(image)
+    return {"version": pixel_metrics.METRICS_VERSION,
+            "implied_labels": list(measured.implied_labels()), "values": measured.to_json()}
+
+
+def pixel_labels(record: Mapping[str, Any], image: Image.Image) -> tuple[str, ...]:
+    """Failure labels the pixels alone justify; measured again if the stored facts are stale."""
+    facts = record.get("pixel_metrics")
+    if not isinstance(facts, dict) or facts.get("version") != pixel_metrics.METRICS_VERSION:
+        facts = pixel_facts(image)
+    return tuple(facts["implied_labels"])
+
+
+def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:
+    """Everything an item does before its assertions; raises ItemError on infrastructure failure."""
+    image, digest, image_record, generated = obtain_sheet(spec, case)
+    judgment, judged = obtain_judgment(spec, case, image, digest)
+    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(image_record, image))))
+    capped, caps = apply_caps(judgment.scores, labels, case.applicable)
+    scores = score_item(capped)
+    failed_predicates = tuple(v.id for v in judgment.predicates if v.value is not True)
+    observed = tuple(v.id for v in judgment.forbidden if v.value is not False)
+    values = {**base.__dict__}
+    values.update(
+        judge_model=judgment.judge_model, scores=capped, c_mean=scores.c_mean,
+        d_mean=scores.d_mean, overall=scores.overall, tree=dict(scores.tree),
+        gate_pass=scores.gate_pass, labels=labels, caps=tuple(c.rule for c in caps),
+        predicates_failed=failed_predicates if judgment.evaluates_predicates else (),
+        forbidden_observed=observed if judgment.evaluates_predicates else (),
+        predicates_checked=judgment.evaluates_predicates,
+        image=str(spec.paths.image(case.id)), judgment=str(spec.paths.judgment(case.id)),
+        cost_usd=judgment.cost_usd, generation_s=image_record.get("seconds"),
+        judge_s=judgment.latency_s, generated=generated, judged=judged,
+    )
+    return ItemOutcome(ItemRecord(**values), judgment, caps, scores)

@@ -1,0 +1,148 @@
+"""The run directory: stored images and judgments, reused when their inputs are unchanged.
+
+Layout under the output directory (``reports/`` by default)::
+
+    <model>[@<setting>]/images/<case>.png       the sheet, as generated
+    <model>[@<setting>]/images/<case>.json      its generation record
+    <model>[@<setting>]/<judge>/judgments/<case>.json
+    <model>[@<setting>]/<judge>/report.json     the aggregate report of the last session
+
+Images are shared by every judge of a model; a run directory is one model x one judge.
+Every write goes to a temporary file that is then renamed, and a record is written only
+after the file it describes, so a killed run never leaves a half file that a later run trusts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from .rubric import Setting
+
+JSON = Any
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def input_key(parts: Mapping[str, JSON]) -> str:
+    """A stable hash of everything that decides an output."""
+    return sha256_bytes(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode())
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, data: JSON) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
+
+
+def read_json(path: Path) -> JSON | None:
+    """The parsed file, or None when it is missing or unreadable (then it is redone)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def dir_slug(text: str) -> str:
+    """A directory name for a model or judge spec: 'files:/data/x' -> 'files-data-x'."""
+    slug = re.sub(r"[^A-Za-z0-9._@-]+", "-", text).strip("-.")
+    return slug[:80] or "default"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where one model x judge x setting keeps its files."""
+
+    out: Path
+    model: str
+    judge: str
+    setting: Setting
+
+    @property
+    def model_dir(self) -> Path:
+        suffix = "" if self.setting == "prompt-only" else f"@{self.setting}"
+        return self.out / f"{dir_slug(self.model)}{suffix}"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.model_dir / dir_slug(self.judge)
+
+    def image(self, case_id: str) -> Path:
+        return self.model_dir / "images" / f"{case_id}.png"
+
+    def image_record(self, case_id: str) -> Path:
+        return self.model_dir / "images" / f"{case_id}.json"
+
+    def judgment(self, case_id: str) -> Path:
+        return self.run_dir / "judgments" / f"{case_id}.json"
+
+    @property
+    def report(self) -> Path:
+        return self.run_dir / "report.json"
+
+
+def encode_png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    # compress_level 1: PNG stays lossless; level 6 costs several times the CPU for ~10% size.
+    image.save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def load_stored_image(paths: RunPaths, case_id: str, key: str) -> tuple[Image.Image, str,
+                                                                      dict[str, JSON]] | None:
+    """The stored sheet if its record matches ``key`` and the file is intact, else None."""
+    record = read_json(paths.image_record(case_id))
+    if not isinstance(record, dict) or record.get("input_key") != key:
+        return None
+    try:
+        data = paths.image(case_id).read_bytes()
+    except OSError:
+        return None
+    digest = sha256_bytes(data)
+    if digest != record.get("image_sha256"):
+        return None
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return image, digest, record
+
+
+def store_image(paths: RunPaths, case_id: str, image: Image.Image,
+                record: dict[str, JSON]) -> str:
+    data = encode_png(image)
+    digest = sha256_bytes(data)
+    atomic_write_bytes(paths.image(case_id), data)
+    atomic_write_json(paths.image_record(case_id), {**record, "image_sha256": digest})
+    return digest
+
+
+def load_stored_judgment(paths: RunPaths, case_id: str, key: str) -> dict[str, JSON] | None:
+    record = read_json(paths.judgment(case_id))
+    if not isinstance(record, dict) or record.get("input_key") != key:
+        return None
+    return record
+
+
+def store_judgment(paths: RunPaths, case_id: str, record: dict[str, JSON]) -> None:
+    atomic_write_json(paths.judgment(case_id), record)

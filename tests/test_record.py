@@ -1,0 +1,48 @@
+"""Records survive the trip through user_properties (xdist, JUnit) unchanged."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_imagetime.record import TREE_KEYS, ItemRecord
+from pytest_imagetime.rubric import ALL_DIMS, FAILURE_LABELS
+
+words = st.text("abcdefghij-", min_size=1, max_size=12)
+maybe_mean = st.one_of(st.none(), st.floats(0, 10).map(lambda v: round(v, 4)))
+
+records = st.builds(
+    ItemRecord,
+    key=words, case_id=words, case_file=words, domain=st.sampled_from(["Kitchen", "Pets"]),
+    subcategory=words, concept=st.text(min_size=1, max_size=30), difficulty=words,
+    variant=st.sampled_from([1, 2]),
+    probed_levels=st.lists(st.sampled_from(["L0", "L1", "L6"]), unique=True).map(tuple),
+    constraint=st.booleans(), model=words, judge=words,
+    setting=st.sampled_from(["prompt-only", "scaffold"]), run_dir=words, case_sha256=words,
+    judge_model=words, status=st.sampled_from(["passed", "failed", "error"]),
+    error=st.one_of(st.none(), st.text(min_size=1, max_size=40)),
+    scores=st.fixed_dictionaries({d: st.one_of(st.none(), st.integers(0, 10))
+                                  for d in ALL_DIMS}),
+    c_mean=maybe_mean, d_mean=maybe_mean, overall=maybe_mean,
+    tree=st.fixed_dictionaries({k: maybe_mean for k in TREE_KEYS}),
+    gate_pass=st.one_of(st.none(), st.booleans()),
+    labels=st.lists(st.sampled_from(sorted(FAILURE_LABELS)), unique=True).map(tuple),
+    caps=st.lists(words, unique=True, max_size=3).map(tuple),
+    predicates_checked=st.booleans(),
+    image=st.one_of(st.none(), words), judgment=st.one_of(st.none(), words),
+    cost_usd=st.floats(0, 100).map(lambda v: round(v, 4)),
+    generated=st.booleans(), judged=st.booleans(),
+)
+
+
+@given(records)
+def test_properties_round_trip(record: ItemRecord) -> None:
+    props = record.to_properties()
+    for name, value in props:
+        assert name.startswith("imagetime.")
+        assert isinstance(value, (str, int, float, bool))
+    assert ItemRecord.from_properties(props) == record
+
+
+def test_other_properties_are_not_a_record() -> None:
+    assert ItemRecord.from_properties([("owner", "me")]) is None
