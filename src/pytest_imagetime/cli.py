@@ -1,0 +1,79 @@
+"""The ``imagetime`` command, thin over the library: lint cases, show reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .cases import builtin_cases_dir
+from .lint import lint_paths
+from .report.summary import summary_lines
+
+
+def _lint(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.paths] or [builtin_cases_dir()]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        print(f"imagetime lint: no such file or directory: {', '.join(map(str, missing))}",
+              file=sys.stderr)
+        return 2
+    result = lint_paths(paths, custom=args.custom, complete=args.complete)
+    if result.files == 0:
+        print(f"imagetime lint: no case files under {', '.join(map(str, paths))} (a case file "
+              "is a .yaml/.yml file starting with 'imagetime: cases/1')", file=sys.stderr)
+        return 2
+    for problem in result.problems:
+        print(problem)
+    failing = len(result.errors) + (len(result.warnings) if args.strict else 0)
+    domains = len({c.domain for c in result.cases})
+    print(f"{len(result.cases)} cases in {result.files} files ({domains} domains): "
+          f"{len(result.errors)} errors, {len(result.warnings)} warnings")
+    return 1 if failing else 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    reports = []
+    for raw in args.runs:
+        path = Path(raw)
+        path = path / "report.json" if path.is_dir() else path
+        try:
+            reports.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"imagetime summary: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+    for line in summary_lines(reports):
+        print(line)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="imagetime", description="ImageTime benchmark tools.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    lint = sub.add_parser("lint", help="Check case files against the schema and writing rules.")
+    lint.add_argument("paths", nargs="*", help="Case files or directories (default: the "
+                      "packaged cases).")
+    lint.add_argument("--custom", action="store_true", help="A team's own concepts: skip the "
+                      "inventory and variant checks.")
+    lint.add_argument("--complete", action="store_true", help="Require both variants of every "
+                      "inventory concept of the linted domains.")
+    lint.add_argument("--strict", action="store_true", help="Warnings fail too.")
+    lint.set_defaults(func=_lint)
+    summary = sub.add_parser("summary", help="Print the summary table of stored runs.")
+    summary.add_argument("runs", nargs="+", help="Run directories or report.json files.")
+    summary.set_defaults(func=_summary)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""pytest hooks: options, collection of case files, the item, and reporting glue.
+
+With ``--imagetime-model`` (or ``imagetime_model`` in the ini file) every case becomes one
+item per model. Without it the plugin collects nothing, so a repository's own tests run as
+usual. Workers under xdist run items; only the controller writes reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+from . import hookspec
+from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
+from .conditions import explain, unmet_conditions
+from .inventory import slug
+from .judges.base import Judge
+from .models.base import ImageModel
+from .options import Options, add_options, parse_options
+from .record import ItemRecord
+from .registry import JUDGES, MODELS, UnknownBackend
+from .report.json_report import build_report, write_report
+from .report.junit import write_junit
+from .report.summary import summary_lines
+from .rubric import LEVEL_KEYS, RUBRIC_VERSION
+from .runner import ItemError, ItemOutcome, RunSpec, now, run_item
+from .store import RunPaths
+
+PLUGIN_NAME = "imagetime-session"
+session_key = pytest.StashKey["ImagetimeSession"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspec)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    options = parse_options(config)
+    if not options.active:
+        return
+    _register_markers(config)
+    session = ImagetimeSession(config, options)
+    config.stash[session_key] = session
+    config.pluginmanager.register(session, PLUGIN_NAME)
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # No paths given: a benchmark run collects the packaged cases and nothing else.
+        config.args = [str(builtin_cases_dir())]
+
+
+def _register_markers(config: pytest.Config) -> None:
+    from .inventory import domains
+
+    lines = ["imagetime: an ImageTime benchmark item"]
+    lines += [f"imagetime_{k}: ImageTime items probing capability level {k}" for k in LEVEL_KEYS]
+    lines += [f"imagetime_{d}: ImageTime items of difficulty {d}" for d in ("easy", "medium", "hard")]
+    lines += [f"imagetime_domain_{slug(d)}: ImageTime items of domain {d}" for d in domains()]
+    lines += [f"imagetime_{flag}: ImageTime items with the {flag} applicability flag"
+              for flag in ("constraint", "quantity", "occlusion")]
+    for line in lines:
+        config.addinivalue_line("markers", line)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _resolve(kind: str, spec: str, registry: Any) -> Any:
+    try:
+        return registry.create(spec)
+    except (UnknownBackend, ValueError) as exc:
+        raise pytest.UsageError(f"--imagetime-{kind}={spec}: {exc}") from None
+    except ImportError as exc:
+        raise pytest.UsageError(f"--imagetime-{kind}={spec}: {exc}") from None
+
+
+class ImagetimeSession:
+    """Run state of one pytest process: resolved backends, and on the controller the results."""
+
+    def __init__(self, config: pytest.Config, options: Options) -> None:
+        self.config = config
+        self.options = options
+        judge: Judge = _resolve("judge", options.judge, JUDGES)
+        self.runs: dict[str, RunSpec] = {}
+        for spec in options.models:
+            model: ImageModel = _resolve("model", spec, MODELS)
+            paths = RunPaths(options.out, model.name, judge.name, options.setting)
+            self.runs[spec] = RunSpec(model=model, judge=judge, paths=paths,
+                                      setting=options.setting, size=options.size,
+                                      run_seed=options.seed, regenerate=options.regenerate,
+                                      rejudge=options.rejudge)
+        self._outcomes: dict[str, tuple[str, str]] = {}
+        self.records: dict[str, list[ItemRecord]] = {}
+        self.messages: dict[str, str] = {}
+        self.reports: list[tuple[Path, dict[str, Any]]] = []
+
+    # ------------------------------------------------------------ collection
+
+    def pytest_collect_file(self, file_path: Path,
+                            parent: pytest.Collector) -> pytest.Collector | None:
+        if file_path.suffix not in (".yaml", ".yml"):
+            return None
+        if parent.session.isinitpath(file_path) or looks_like_case_file(file_path):
+            return CaseFile.from_parent(parent, path=file_path)
+        return None
+
+    # ------------------------------------------------------------ results (controller)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Iterator[Any]:
+        report = yield
+        if call.when == "setup" and call.excinfo is not None \
+                and call.excinfo.errisinstance(ItemError):
+            report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if _is_xdist_worker(self.config):
+            return
+        if report.when == "setup" and report.failed:
+            self._outcomes[report.nodeid] = ("error", report.longreprtext)
+        elif report.when == "call":
+            status = "passed" if report.passed else "failed"
+            self._outcomes[report.nodeid] = (status, report.longreprtext)
+        elif report.when == "teardown":
+            self._finish_item(report)
+
+    def _finish_item(self, report: pytest.TestReport) -> None:
+        outcome = self._outcomes.pop(report.nodeid, None)
+        record = ItemRecord.from_properties(report.user_properties)
+        if outcome is None or record is None:
+            return  # skipped, or not an ImageTime item
+        status, text = outcome
+        if status == "error":
+            reason = record.error or _last_line(text) or "setup failed"
+            record = record.with_status("error", reason)
+        else:
+            record = record.with_status(status)
+        self.records.setdefault(record.run_dir, []).append(record)
+        if text:
+            self.messages[record.key] = text
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if _is_xdist_worker(self.config):
+            return
+        created = now()
+        for spec in self.runs.values():
+            run_dir = str(spec.paths.run_dir)
+            records = self.records.get(run_dir)
+            if not records:
+                continue
+            report = build_report(self._manifest(spec, records), records, created)
+            self.config.hook.pytest_imagetime_update_report(report=report, config=self.config)
+            write_report(spec.paths.report, report)
+            self.reports.append((spec.paths.report, report))
+        all_records = [r for rs in self.records.values() for r in rs]
+        if self.options.junit is not None and all_records:
+            write_junit(self.options.junit, all_records, self.messages)
+
+    def _manifest(self, spec: RunSpec, records: list[ItemRecord]) -> dict[str, Any]:
+        case_hashes = sorted(r.case_sha256 for r in records)
+        digest = hashlib.sha256("\n".join(case_hashes).encode()).hexdigest()
+        return {
+            "model": {"spec": spec.model.name, "config": dict(spec.model.config())},
+            "judge": {"name": spec.judge.name, "config": dict(spec.judge.config())},
+            "setting": spec.setting, "size": spec.size, "seed": spec.run_seed,
+            "pass_threshold": self.options.pass_threshold,
+            "rubric_version": RUBRIC_VERSION,
+            "run_dir": str(spec.paths.run_dir),
+            "cases": {"n": len(records), "sha256": digest},
+        }
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if _is_xdist_worker(self.config) or not self.reports:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "ImageTime summary")
+        for line in summary_lines([report for _, report in self.reports]):
+            tr.write_line(line)
+        for path, _ in self.reports:
+            tr.write_line(f"report: {path}")
+        if self.options.junit is not None:
+            tr.write_line(f"junit: {self.options.junit}")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class CaseFile(pytest.File):
+    """A YAML case file: one item per case and model."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        session: ImagetimeSession = self.config.stash[session_key]
+        cases = load_case_file(self.path, display=self.nodeid or self.path.name)
+        for case in cases:
+            for spec, run in session.runs.items():
+                suffix = "" if run.setting == "prompt-only" else f"@{run.setting}"
+                yield CaseItem.from_parent(self, name=f"{case.id}[{spec}{suffix}]", case=case,
+                                           run=run)
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CaseFileError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ConditionsNotMet(AssertionError):
+    """Benchmark conditions the sheet does not meet: a test failure, not an error."""
+
+
+class CaseItem(pytest.Item):
+    """One case x model: setup generates and judges, the call asserts the conditions."""
+
+    def __init__(self, *, case: Case, run: RunSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.run = run
+        self.outcome: ItemOutcome | None = None
+        self._add_markers()
+
+    def _add_markers(self) -> None:
+        marks = ["imagetime", f"imagetime_{self.case.difficulty}",
+                 f"imagetime_domain_{slug(self.case.domain)}"]
+        marks += [f"imagetime_{level}" for level in self.case.levels]
+        marks += [f"imagetime_{flag}" for flag in ("constraint", "quantity", "occlusion")
+                  if getattr(self.case.applicable, flag)]
+        for mark in marks:
+            self.add_marker(mark)
+
+    def base_record(self) -> ItemRecord:
+        case, run = self.case, self.run
+        suffix = "" if run.setting == "prompt-only" else f"@{run.setting}"
+        return ItemRecord(
+            key=f"{case.id}[{run.model.name}{suffix}]", case_id=case.id,
+            case_file=Path(case.source).name, domain=case.domain, subcategory=case.subcategory,
+            concept=case.concept, difficulty=case.difficulty, variant=case.variant,
+            probed_levels=case.levels, constraint=case.applicable.constraint,
+            model=run.model.name, judge=run.judge.name, setting=run.setting,
+            run_dir=str(run.paths.run_dir), image=str(run.paths.image(case.id)),
+            case_sha256=case.spec_hash,
+        )
+
+    def setup(self) -> None:
+        base = self.base_record()
+        self.user_properties.extend(base.to_properties())
+        try:
+            self.outcome = run_item(self.run, self.case, base)
+        except ItemError as exc:
+            self._set_record(base.with_status("error", str(exc)))
+            raise
+        self._set_record(self.outcome.record)
+
+    def _set_record(self, record: ItemRecord) -> None:
+        kept = [(k, v) for k, v in self.user_properties if not k.startswith("imagetime.")]
+        self.user_properties[:] = kept + record.to_properties()
+
+    def runtest(self) -> None:
+        assert self.outcome is not None
+        threshold = self.config.stash[session_key].options.pass_threshold
+        unmet = unmet_conditions(self.case, self.outcome, threshold)
+        for extra in self.config.hook.pytest_imagetime_item_conditions(
+                case=self.case, outcome=self.outcome, config=self.config):
+            unmet.extend(extra or [])
+        if unmet:
+            raise ConditionsNotMet(explain(self.case, self.outcome, unmet))
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, (ConditionsNotMet, ItemError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = None if self.case.line is None else self.case.line - 1
+        return self.path, line, f"{self.case.id} [{self.run.model.name}]"

@@ -1,0 +1,90 @@
+"""The aggregate JSON report of one run (one model x one judge x one setting).
+
+Versioned by ``REPORT_FORMAT``; its JSON Schema ships in ``schemas/report.schema.json`` and
+every report the tests produce is validated against it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from .. import __version__
+from ..record import ItemRecord
+from ..rubric import RUBRIC_VERSION
+from ..scoring import Scored, aggregate
+from ..store import atomic_write_json
+
+REPORT_FORMAT = "imagetime-report/1"
+_LIBRARIES = ("pytest", "numpy", "pillow", "jsonschema", "pyyaml", "pytest-xdist", "torch",
+              "diffusers", "transformers", "openai")
+
+
+@functools.cache
+def report_schema() -> dict[str, Any]:
+    text = resources.files("pytest_imagetime").joinpath("schemas/report.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def validate_report(report: Mapping[str, Any]) -> None:
+    """Raise jsonschema.ValidationError when the report does not match its schema."""
+    jsonschema.Draft202012Validator(report_schema()).validate(report)
+
+
+def library_versions() -> dict[str, str]:
+    versions = {}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def environment() -> dict[str, Any]:
+    return {"python": sys.version.split()[0], "platform": platform.platform(),
+            "libraries": library_versions()}
+
+
+def item_json(record: ItemRecord) -> dict[str, Any]:
+    data = asdict(record)
+    for key, value in data.items():
+        if isinstance(value, tuple):
+            data[key] = list(value)
+    return data
+
+
+def to_scored(record: ItemRecord) -> Scored:
+    return Scored(key=record.key, domain=record.domain, difficulty=record.difficulty,
+                  status=record.status, scores=record.scores, labels=record.labels,
+                  cost_usd=record.cost_usd)
+
+
+def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
+                 created: str) -> dict[str, Any]:
+    ordered = sorted(records, key=lambda r: r.key)
+    return {
+        "format": REPORT_FORMAT,
+        "created": created,
+        "plugin_version": __version__,
+        "rubric_version": RUBRIC_VERSION,
+        "manifest": {**manifest, "environment": environment()},
+        "aggregate": aggregate(to_scored(r) for r in ordered),
+        "errors": [{"key": r.key, "case_id": r.case_id, "reason": r.error or ""}
+                   for r in ordered if r.status == "error"],
+        "items": [item_json(r) for r in ordered],
+    }
+
+
+def write_report(path: Path, report: Mapping[str, Any]) -> None:
+    atomic_write_json(path, report)

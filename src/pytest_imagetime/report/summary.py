@@ -1,0 +1,41 @@
+"""The terminal summary table: one row per run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..rubric import LEVEL_KEYS
+
+
+def _num(value: float | None, width: int = 5) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.2f}"
+
+
+def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Rows of N, C mean, D mean, Overall, L0-L6, gate pass rate, errors and the judge."""
+    if not reports:
+        return []
+    names = [_run_name(r) for r in reports]
+    width = max(12, *(len(n) for n in names))
+    levels = " ".join(f"{k:>5}" for k in LEVEL_KEYS)
+    header = (f"{'model':<{width}} {'N':>4} {'pass':>4} {'fail':>4} {'err':>4} {'C mean':>6} "
+              f"{'D mean':>6} {'Overall':>7} {'gate%':>6} {levels}  judge")
+    lines = [header, "-" * len(header)]
+    for name, report in zip(names, reports, strict=True):
+        agg = report["aggregate"]
+        gate = agg["gate_pass_rate"]
+        gate_text = f"{'-':>6}" if gate is None else f"{100 * gate:>6.1f}"
+        tree = " ".join(_num(agg["tree"][k]) for k in LEVEL_KEYS)
+        judge = report["manifest"]["judge"]
+        judge_text = f"{judge['name']} ({judge['config'].get('judge_model', '?')})"
+        lines.append(f"{name:<{width}} {agg['n']:>4} {agg['passed']:>4} {agg['failed']:>4} "
+                     f"{agg['errors']:>4} {_num(agg['c_mean'], 6)} {_num(agg['d_mean'], 6)} "
+                     f"{_num(agg['overall'], 7)} {gate_text} {tree}  {judge_text}")
+    return lines
+
+
+def _run_name(report: Mapping[str, Any]) -> str:
+    manifest = report["manifest"]
+    setting = manifest["setting"]
+    return manifest["model"]["spec"] + ("" if setting == "prompt-only" else f"@{setting}")

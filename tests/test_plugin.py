@@ -1,0 +1,262 @@
+"""The plugin end to end, through pytester: collection, items, stores, reports, xdist."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_imagetime.cases import builtin_cases_dir, case_files, load_case_file
+from pytest_imagetime.report.json_report import validate_report
+from tests.builders import case_dict, write_case_file
+
+SMALL = "--imagetime-size=128"
+
+
+def _two_cases(pytester: pytest.Pytester, name: str = "kitchen.yaml") -> Path:
+    return write_case_file(pytester.path / name, [
+        case_dict("kitchen-pour-water-1"),
+        case_dict("kitchen-pour-water-2", variant=2,
+                  setup={"scene": "a marble counter", "style": "flat illustration",
+                         "camera": "top-down view"}),
+    ])
+
+
+def _reports(out: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for path in sorted(out.rglob("report.json")):
+        report = json.loads(path.read_text())
+        validate_report(report)
+        found[str(path.relative_to(out).parent)] = report
+    return found
+
+
+def _packaged_count() -> int:
+    return sum(len(load_case_file(f)) for f in case_files([builtin_cases_dir()]))
+
+
+def test_without_model_nothing_is_collected(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    assert pytester.runpytest().ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_case_file_run_writes_reports(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    result = pytester.runpytest("kitchen.yaml", "--imagetime-model=procedural", SMALL, "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "kitchen.yaml::kitchen-pour-water-1?procedural? PASSED*",
+        "*ImageTime summary*",
+        "model*N*pass*fail*err*C mean*D mean*Overall*gate%*L0*L6*judge",
+        "procedural*2*2*0*0*pixel (pixel-metrics/*",
+        "report: *procedural*pixel*report.json",
+        "junit: *junit.xml",
+    ])
+    reports = _reports(pytester.path / "reports")
+    assert list(reports) == ["procedural/pixel"]
+    report = reports["procedural/pixel"]
+    assert report["aggregate"]["n"] == 2
+    assert report["manifest"]["judge"]["config"]["judge"] == "pixel"
+    item = report["items"][0]
+    assert item["status"] == "passed" and item["generated"] and item["judged"]
+    assert Path(item["image"]).is_file() and Path(item["judgment"]).is_file()
+    junit = ET.parse(pytester.path / "reports" / "junit.xml").getroot()
+    assert junit.get("tests") == "2"
+    names = {p.get("name") for p in junit.iter("property")}
+    assert {"imagetime.overall", "imagetime.C0", "imagetime.image"} <= names
+
+
+def test_rerun_reuses_everything_and_regenerate_redoes(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    args = ("kitchen.yaml", "--imagetime-model=procedural", SMALL)
+    pytester.runpytest(*args).assert_outcomes(passed=2)
+    first = _reports(pytester.path / "reports")["procedural/pixel"]
+    pytester.runpytest(*args).assert_outcomes(passed=2)
+    second = _reports(pytester.path / "reports")["procedural/pixel"]
+    assert not any(i["generated"] or i["judged"] for i in second["items"])
+    assert first["aggregate"] == second["aggregate"]
+    pytester.runpytest(*args, "--imagetime-rejudge").assert_outcomes(passed=2)
+    third = _reports(pytester.path / "reports")["procedural/pixel"]
+    assert all(i["judged"] and not i["generated"] for i in third["items"])
+    pytester.runpytest(*args, "--imagetime-regenerate").assert_outcomes(passed=2)
+    fourth = _reports(pytester.path / "reports")["procedural/pixel"]
+    assert all(i["generated"] for i in fourth["items"])
+
+
+def test_changed_inputs_redo_only_what_they_touch(pytester: pytest.Pytester) -> None:
+    path = _two_cases(pytester)
+    args = ("kitchen.yaml", "--imagetime-model=procedural", SMALL)
+    pytester.runpytest(*args).assert_outcomes(passed=2)
+    text = path.read_text().replace("The glass is half full.", "The glass is a third full.", 1)
+    path.write_text(text)
+    pytester.runpytest(*args).assert_outcomes(passed=2)
+    items = {i["case_id"]: i for i in _reports(pytester.path / "reports")["procedural/pixel"]
+             ["items"]}
+    # The state text is not in the prompt: same image, new judgment for the changed case only.
+    assert not items["kitchen-pour-water-1"]["generated"]
+    assert items["kitchen-pour-water-1"]["judged"]
+    assert not items["kitchen-pour-water-2"]["judged"]
+    pytester.runpytest(*args, "--imagetime-size=160").assert_outcomes(passed=2)
+    items2 = _reports(pytester.path / "reports")["procedural/pixel"]["items"]
+    assert all(i["generated"] for i in items2)
+
+
+def test_damaged_store_is_redone(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    args = ("kitchen.yaml", "--imagetime-model=procedural", SMALL)
+    pytester.runpytest(*args).assert_outcomes(passed=2)
+    images = pytester.path / "reports" / "procedural" / "images"
+    (images / "kitchen-pour-water-1.png").write_bytes(b"half a file")
+    (pytester.path / "reports" / "procedural" / "pixel" / "judgments" /
+     "kitchen-pour-water-2.json").write_text("{")
+    pytester.runpytest(*args).assert_outcomes(passed=2)
+    items = {i["case_id"]: i for i in _reports(pytester.path / "reports")["procedural/pixel"]
+             ["items"]}
+    assert items["kitchen-pour-water-1"]["generated"]
+    assert not items["kitchen-pour-water-2"]["generated"]
+    assert items["kitchen-pour-water-2"]["judged"]
+
+
+def test_any_directory_collects_the_packaged_cases(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_own="def test_team(): pass")
+    result = pytester.runpytest("--imagetime-model=procedural", "--collect-only", "-q")
+    n = _packaged_count()
+    result.stdout.fnmatch_lines([f"{n} tests collected*"])
+    assert "test_own.py" not in result.stdout.str()
+    assert "constraints.yaml::constraints-" in result.stdout.str()
+
+
+def test_plain_pytest_runs_own_tests_only(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_own="def test_team(): pass")
+    _two_cases(pytester)
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_markers_and_keywords_select(pytester: pytest.Pytester) -> None:
+    args = ["--imagetime-model=procedural", "--collect-only", "-q", "--strict-markers"]
+    l6 = pytester.runpytest(*args, "-m", "imagetime_L6")
+    constraint_ids = [c.id for f in case_files([builtin_cases_dir()])
+                      for c in load_case_file(f) if c.applicable.constraint]
+    l6.stdout.fnmatch_lines([f"{len(constraint_ids)}/{_packaged_count()} tests collected*"])
+    assert all("constraints.yaml" in line or "kitchen.yaml" in line
+               for line in l6.stdout.lines if "::" in line)
+    one = pytester.runpytest(*args, "-k", constraint_ids[0])
+    one.stdout.fnmatch_lines([f"*::{constraint_ids[0]}?procedural?", "1/* tests collected*"])
+    kitchen = pytester.runpytest(*args, "-m", "imagetime_domain_kitchen and imagetime_medium")
+    assert "constraints.yaml" not in kitchen.stdout.str()
+
+
+def test_ini_options(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    pytester.makeini("""
+        [pytest]
+        imagetime_model = procedural procedural:copied
+        imagetime_size = 128
+        imagetime_out = ci-out
+        imagetime_pass_threshold = 4.5
+    """)
+    result = pytester.runpytest("kitchen.yaml")
+    result.assert_outcomes(passed=2, failed=2)
+    reports = _reports(pytester.path / "ci-out")
+    assert set(reports) == {"procedural/pixel", "procedural-copied/pixel"}
+    assert reports["procedural/pixel"]["manifest"]["pass_threshold"] == 4.5
+
+
+def test_broken_control_fails_with_a_readable_explanation(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    result = pytester.runpytest("kitchen.yaml", "--imagetime-model=procedural:copied", SMALL)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "Traceback" not in out and "def runtest" not in out
+    result.stdout.fnmatch_lines([
+        "*kitchen-pour-water-1 ?procedural:copied? judged by pixel: * not met",
+        "*cap no-motion-or-copied-phases*copied_phases*",
+        "*scores: C mean*Overall*",
+        "*image: *procedural-copied*images*kitchen-pour-water-1.png",
+    ])
+    report = _reports(pytester.path / "reports")["procedural-copied/pixel"]
+    assert report["aggregate"]["labels"]["copied_phases"] == 2
+
+
+def test_bad_case_file_is_a_collection_error_naming_file_case_field(
+        pytester: pytest.Pytester) -> None:
+    write_case_file(pytester.path / "bad.yaml", [case_dict(difficulty="trivial")])
+    _two_cases(pytester)
+    result = pytester.runpytest(".", "--imagetime-model=procedural", SMALL)
+    result.assert_outcomes(errors=1)
+    pytester.runpytest(".", "--imagetime-model=procedural", SMALL,
+                       "--continue-on-collection-errors").assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([
+        "*bad.yaml:*: case 'kitchen-pour-water-1': field 'difficulty': 'trivial' is not "
+        "accepted; use one of \"easy\", \"medium\", \"hard\"",
+    ])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_files_model_missing_image_is_an_error(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    sheets = pytester.mkdir("sheets")
+    pytester.runpytest("kitchen.yaml", "--imagetime-model=procedural", SMALL)
+    shutil.copy(pytester.path / "reports/procedural/images/kitchen-pour-water-1.png",
+                sheets / "kitchen-pour-water-1.png")
+    result = pytester.runpytest("kitchen.yaml", f"--imagetime-model=files:{sheets}", SMALL,
+                                "--junitxml=own.xml")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines([f"*no image for case 'kitchen-pour-water-2': expected "
+                                 f"{sheets}/kitchen-pour-water-2.png*"])
+    (report,) = [r for k, r in _reports(pytester.path / "reports").items() if "files" in k]
+    assert report["aggregate"]["errors"] == 1 and report["aggregate"]["judged"] == 1
+    assert report["errors"][0]["reason"].startswith("model files:")
+    error_item = next(i for i in report["items"] if i["status"] == "error")
+    assert error_item["overall"] is None and all(v is None for v in error_item["scores"].values())
+    ours = ET.parse(pytester.path / "reports" / "junit.xml").getroot()
+    assert ours.get("errors") == "1" and ours.get("failures") == "0"
+    pytests = ET.parse(pytester.path / "own.xml").getroot()
+    props = {p.get("name") for p in pytests.iter("property")}
+    assert "imagetime.overall" in props and "imagetime.error" in props
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--imagetime-model=nope", "--imagetime-model=nope: unknown model 'nope'; available: "
+                                   "files, procedural*"),
+        ("--imagetime-model=procedural:wobbly", "--imagetime-model=procedural:wobbly: *wobbly*"),
+        ("--imagetime-judge=oracle", "--imagetime-judge=oracle: unknown judge 'oracle'*"),
+        ("--imagetime-size=12", "--imagetime-size=12: give the sheet size in pixels, an "
+                                "integer from 64 to 8192"),
+        ("--imagetime-pass-threshold=high", "--imagetime-pass-threshold=high: give a number "
+                                            "from 0 to 10"),
+        ("--imagetime-setting=video", "--imagetime-setting=video: use one of prompt-only, "
+                                      "scaffold"),
+        ("--imagetime-model=files:/no/such/dir", "*files model: '/no/such/dir' is not a "
+                                                 "directory"),
+    ],
+)
+def test_bad_options_are_usage_errors(pytester: pytest.Pytester, option: str,
+                                      message: str) -> None:
+    extra = [] if option.startswith("--imagetime-model") else ["--imagetime-model=procedural"]
+    result = pytester.runpytest(option, *extra)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+def _aggregate_without_timing(out: Path) -> dict[str, Any]:
+    return {k: r["aggregate"] for k, r in _reports(out).items()}
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_xdist_gives_the_serial_aggregate(pytester: pytest.Pytester, workers: str) -> None:
+    shutil.copy(builtin_cases_dir() / "constraints.yaml", pytester.path / "constraints.yaml")
+    args = ["constraints.yaml", "--imagetime-model=procedural",
+            "--imagetime-model=procedural:shuffled", SMALL]
+    serial = pytester.runpytest(*args, "--imagetime-out=serial")
+    parallel = pytester.runpytest(*args, "-n", workers, "--imagetime-out=parallel")
+    assert parallel.parseoutcomes() == serial.parseoutcomes()
+    assert _aggregate_without_timing(pytester.path / "serial") == _aggregate_without_timing(
+        pytester.path / "parallel")
+    parallel.stdout.fnmatch_lines(["*ImageTime summary*"])
