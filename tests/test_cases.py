@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,7 +83,7 @@ def test_missing_stage_predicate(tmp_path: Path) -> None:
         ({"id": "Kitchen_Pour"}, "lower-case words joined by hyphens"),
     ],
 )
-def test_rules(tmp_path: Path, overrides: dict[str, object], message: str) -> None:
+def test_rules(tmp_path: Path, overrides: dict[str, Any], message: str) -> None:
     assert message in _problems(tmp_path, case_dict(**overrides))
 
 

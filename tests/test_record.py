@@ -24,7 +24,7 @@ records = st.builds(
     scores=st.fixed_dictionaries({d: st.one_of(st.none(), st.integers(0, 10))
                                   for d in ALL_DIMS}),
     c_mean=maybe_mean, d_mean=maybe_mean, overall=maybe_mean,
-    tree=st.fixed_dictionaries({k: maybe_mean for k in TREE_KEYS}),
+    tree=st.fixed_dictionaries(dict.fromkeys(TREE_KEYS, maybe_mean)),
     gate_pass=st.one_of(st.none(), st.booleans()),
     labels=st.lists(st.sampled_from(sorted(FAILURE_LABELS)), unique=True).map(tuple),
     caps=st.lists(words, unique=True, max_size=3).map(tuple),

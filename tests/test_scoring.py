@@ -23,7 +23,7 @@ from pytest_imagetime.rubric import (
 from pytest_imagetime.scoring import Scored, aggregate, mean, node_score, score_item
 
 score = st.one_of(st.none(), st.integers(0, 10))
-score_tables = st.fixed_dictionaries({d: score for d in ALL_DIMS})
+score_tables = st.fixed_dictionaries(dict.fromkeys(ALL_DIMS, score))
 labels = st.lists(st.sampled_from(sorted(FAILURE_LABELS)), max_size=5)
 flags = st.builds(Applicability, st.booleans(), st.booleans(), st.booleans())
 

@@ -258,14 +258,15 @@ def _schema_problems(data: Any, shown: str, lines: Located) -> Iterator[Problem]
 
 
 def _schema_message(error: jsonschema.ValidationError) -> str:
+    schema = error.schema if isinstance(error.schema, dict) else {}
     if error.validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
+        allowed = sorted(schema.get("properties", {}))
         return f"{error.message}; allowed fields: {', '.join(allowed)}"
     if error.validator == "enum":
-        options = ", ".join(json.dumps(v) for v in error.validator_value)
+        options = ", ".join(json.dumps(v) for v in schema.get("enum", []))
         return f"{error.instance!r} is not accepted; use one of {options}"
-    if error.validator == "pattern" and error.schema.get("description"):
-        return f"{error.instance!r}: {error.schema['description']}"
+    if error.validator == "pattern" and schema.get("description"):
+        return f"{error.instance!r}: {schema['description']}"
     return error.message
 
 
@@ -315,8 +316,8 @@ _AMOUNT = re.compile(r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|h
                      r"quarter|full|empty|level|pair|dozen|all|each|both|single|more|less)\b",
                      re.IGNORECASE)
 _STOP = frozenset("""a an the of on in at to with and or for from by into onto its his her their
-left right top bottom front back side small large big one two three four five six each
-that this near next over under""".split())
+left right top bottom front back side small large big one two three four five six each that this
+near next over under""".split())
 
 
 def content_words(text: str) -> set[str]:
@@ -355,10 +356,10 @@ def case_problems(case: Case, shown: str,
         yield problem(("prompt",), "the prompt must ask for one square image")
     if not _GRID.search(case.prompt):
         yield problem(("prompt",), "the prompt must name the 2x2 grid layout ('2x2')")
-    for number, words in enumerate(_PANEL_WORDS, start=1):
-        if not any(w in prompt for w in words):
+    for number, names in enumerate(_PANEL_WORDS, start=1):
+        if not any(name in prompt for name in names):
             yield problem(("prompt",), f"the prompt does not name panel {number} "
-                                       f"('{words[0].capitalize()}' or '{words[1]}')")
+                                       f"('{names[0].capitalize()}' or '{names[1]}')")
     texts = [case.states[s].lower() for s in STAGES]
     if len(set(texts)) < len(texts):
         yield problem(("states",), "two or more states are identical; t1..t4 must differ")

@@ -37,5 +37,5 @@ def domains() -> tuple[str, ...]:
 
 
 def slug(text: str) -> str:
-    """A marker- and filename-safe form of a domain or label: 'Education & Lab' -> 'education_lab'."""
+    """A marker-safe form of a domain or label: 'Education & Lab' -> 'education_lab'."""
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")

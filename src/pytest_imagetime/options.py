@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -119,7 +119,7 @@ def parse_options(config: pytest.Config) -> Options:
         models=models,
         judge=str(_raw(config, "judge") or DEFAULT_JUDGE).strip(),
         out=out,
-        setting=cast(Setting, setting),
+        setting=setting,
         size=_number(config, "size", int, DEFAULT_SIZE, 64, 8192,
                      "give the sheet size in pixels, an integer from 64 to 8192"),
         seed=_number(config, "seed", int, 0, 0, 2**63 - 1, "give a non-negative integer"),

@@ -8,7 +8,7 @@ usual. Workers under xdist run items; only the controller writes reports.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,8 @@ def _register_markers(config: pytest.Config) -> None:
 
     lines = ["imagetime: an ImageTime benchmark item"]
     lines += [f"imagetime_{k}: ImageTime items probing capability level {k}" for k in LEVEL_KEYS]
-    lines += [f"imagetime_{d}: ImageTime items of difficulty {d}" for d in ("easy", "medium", "hard")]
+    lines += [f"imagetime_{d}: ImageTime items of difficulty {d}"
+              for d in ("easy", "medium", "hard")]
     lines += [f"imagetime_domain_{slug(d)}: ImageTime items of domain {d}" for d in domains()]
     lines += [f"imagetime_{flag}: ImageTime items with the {flag} applicability flag"
               for flag in ("constraint", "quantity", "occlusion")]
@@ -116,8 +117,9 @@ class ImagetimeSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]) -> Iterator[Any]:
-        report = yield
+                                  call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report: pytest.TestReport = yield
         if call.when == "setup" and call.excinfo is not None \
                 and call.excinfo.errisinstance(ItemError):
             report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
@@ -265,7 +267,8 @@ class CaseItem(pytest.Item):
 
     def _set_record(self, record: ItemRecord) -> None:
         kept = [(k, v) for k, v in self.user_properties if not k.startswith("imagetime.")]
-        self.user_properties[:] = kept + record.to_properties()
+        kept.extend(record.to_properties())
+        self.user_properties[:] = kept
 
     def runtest(self) -> None:
         assert self.outcome is not None

@@ -99,9 +99,11 @@ def nullable_dims(setting: Setting, applicable: Applicability) -> frozenset[str]
 
 # The failure modes the paper names, plus the layout failures a parser reports.
 FAILURE_LABELS: dict[str, str] = {
-    "not_2x2_sheet": "no usable ordered 2x2 sheet (wrong panel count, missing or unreadable panels)",
+    "not_2x2_sheet": "no usable ordered 2x2 sheet (wrong panel count, missing or unreadable "
+                     "panels)",
     "panorama_or_collage": "panels form a panorama or collage rather than four complete stages",
-    "wrong_action_or_entity": "the requested action, actor, target, tool, recipient, scene or style is wrong",
+    "wrong_action_or_entity": "the requested action, actor, target, tool, recipient, scene or "
+                              "style is wrong",
     "identity_drift": "a recurring subject or object changes identity or material",
     "object_duplication": "a recurring object or actor is duplicated",
     "object_disappearance": "a recurring object disappears without task justification",

@@ -21,7 +21,7 @@ from . import __version__
 from .caps import AppliedCap, apply_caps
 from .cases import Case
 from .judges.base import Judge, SheetToJudge
-from .judgment import Judgment, JudgeError, validate_judgment
+from .judgment import JudgeError, Judgment, validate_judgment
 from .models.base import GenerationRequest, ImageModel, ModelError
 from .record import ItemRecord
 from .rubric import RUBRIC_VERSION, Setting

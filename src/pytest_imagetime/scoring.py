@@ -52,6 +52,8 @@ def score_item(scores: Mapping[str, int | None]) -> ItemScores:
 
 # ---------------------------------------------------------------- run aggregate
 
+TREE_KEYS: tuple[str, ...] = (GATE.key, *(node.key for node in LEVELS))
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -80,9 +82,8 @@ def _summary(items: Sequence[Scored]) -> dict[str, Any]:
         "overall": mean(s.overall for s in per_item),
         "gate_pass_rate": (sum(s.gate_pass for s in per_item) / len(per_item)
                            if per_item else None),
-        "tree": {k: mean(s.tree[k] for s in per_item) for k in (GATE.key, *(n.key for n in LEVELS))},
-        "tree_n": {k: sum(s.tree[k] is not None for s in per_item)
-                   for k in (GATE.key, *(n.key for n in LEVELS))},
+        "tree": {k: mean(s.tree[k] for s in per_item) for k in TREE_KEYS},
+        "tree_n": {k: sum(s.tree[k] is not None for s in per_item) for k in TREE_KEYS},
     }
     return out
 

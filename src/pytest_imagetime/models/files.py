@@ -8,7 +8,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from .base import GenerationRequest, Generated, ModelError
+from .base import Generated, GenerationRequest, ModelError
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 

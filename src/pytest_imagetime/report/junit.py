@@ -31,8 +31,8 @@ def build_junit(records: Sequence[ItemRecord], messages: Mapping[str, str]) -> E
                   "errors": sum(r.status == "error" for r in members)}
         for k in total:
             total[k] += counts[k]
-        suite = ET.SubElement(root, "testsuite", name=name,
-                              **{k: str(v) for k, v in counts.items()}, skipped="0")
+        attributes = {"name": name, "skipped": "0", **{k: str(v) for k, v in counts.items()}}
+        suite = ET.SubElement(root, "testsuite", attributes)
         for record in members:
             case = ET.SubElement(suite, "testcase", classname=record.case_file.replace("/", "."),
                                  name=f"{record.case_id}[{record.model}]",
@@ -52,7 +52,7 @@ def build_junit(records: Sequence[ItemRecord], messages: Mapping[str, str]) -> E
 
 
 def write_junit(path: Path, records: Sequence[ItemRecord], messages: Mapping[str, str]) -> None:
-    tree = ET.ElementTree(build_junit(records, messages))
-    ET.indent(tree)
-    data = ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True)
+    root = build_junit(records, messages)
+    ET.indent(root)
+    data = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     atomic_write_bytes(path, data + b"\n")

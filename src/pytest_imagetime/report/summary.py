@@ -38,4 +38,4 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
 def _run_name(report: Mapping[str, Any]) -> str:
     manifest = report["manifest"]
     setting = manifest["setting"]
-    return manifest["model"]["spec"] + ("" if setting == "prompt-only" else f"@{setting}")
+    return str(manifest["model"]["spec"]) + ("" if setting == "prompt-only" else f"@{setting}")
