@@ -260,3 +260,34 @@ def test_xdist_gives_the_serial_aggregate(pytester: pytest.Pytester, workers: st
     assert _aggregate_without_timing(pytester.path / "serial") == _aggregate_without_timing(
         pytester.path / "parallel")
     parallel.stdout.fnmatch_lines(["*ImageTime summary*"])
+
+
+def test_interrupted_run_resumes_with_only_the_missing_items(pytester: pytest.Pytester) -> None:
+    shutil.copy(builtin_cases_dir() / "constraints.yaml", pytester.path / "constraints.yaml")
+    args = ["constraints.yaml", "--imagetime-model=procedural", SMALL]
+    # A run that stopped after the first three items (as a killed one would have).
+    pytester.runpytest(*args, "--maxfail=1", "-k", "ball or cup").assert_outcomes(passed=6)
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=24)
+    items = _reports(pytester.path / "reports")["procedural/pixel"]["items"]
+    redone = {i["case_id"] for i in items if i["generated"] or i["judged"]}
+    assert len(redone) == 18
+    assert not any("ball" in c or "cup" in c for c in redone)
+
+
+def test_hooks_add_conditions_and_extend_the_report(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    pytester.makeconftest("""
+        def pytest_imagetime_item_conditions(case, outcome, config):
+            if case.variant == 2:
+                return [f"team rule: variant 2 needs D9 >= 11 (got {outcome.record.scores['D9']})"]
+            return None
+
+        def pytest_imagetime_update_report(report, config):
+            report["extra"] = {"checkpoint": "step-1200"}
+    """)
+    result = pytester.runpytest("kitchen.yaml", "--imagetime-model=procedural", SMALL)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*team rule: variant 2 needs D9 >= 11 (got *)"])
+    report = _reports(pytester.path / "reports")["procedural/pixel"]
+    assert report["extra"] == {"checkpoint": "step-1200"}
