@@ -7,6 +7,7 @@ Backends are imported only when used, so heavy libraries load only for the runs 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -41,9 +42,17 @@ class Registry:
                                                    attribute)
         return obj
 
-    def create(self, spec: str) -> Any:
+    def create(self, spec: str, **context: Any) -> Any:
+        """Build a backend; ``context`` (e.g. ``options=``) goes to factories that take it."""
         name, sep, argument = spec.partition(":")
-        return self.factory(name.strip())(argument if sep else None)
+        factory = self.factory(name.strip())
+        try:
+            accepted = inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            accepted = {}  # type: ignore[assignment]
+        takes_all = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
+        extra = {k: v for k, v in context.items() if takes_all or k in accepted}
+        return factory(argument if sep else None, **extra)
 
 
 MODELS = Registry("model", "imagetime.models", {
@@ -51,5 +60,7 @@ MODELS = Registry("model", "imagetime.models", {
     "files": "pytest_imagetime.models.files:FilesModel",
 })
 JUDGES = Registry("judge", "imagetime.judges", {
+    "vlm": "pytest_imagetime.judges.vlm:VlmJudge",
     "pixel": "pytest_imagetime.judges.pixel:PixelJudge",
+    "replay": "pytest_imagetime.judges.replay:ReplayJudge",
 })

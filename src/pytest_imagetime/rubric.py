@@ -47,6 +47,43 @@ D_DIMS: dict[str, str] = {
     "D14": "Visual readability for judging",
 }
 ALL_DIMS: tuple[str, ...] = (*C_DIMS, *D_DIMS)
+# What each dimension looks at (the rubric's tables 2 and 3); judges are shown these.
+DIM_FOCUS: dict[str, str] = {
+    "C0": "exactly four readable, self-contained panels in the expected 2x2 temporal order",
+    "C1": "scaffold only: t1 preserves the reference subject, scene, style, view, layout, state",
+    "C2": "subjects, objects, quantities, roles, orientation, materials, reflections, target and "
+          "non-target identities persist",
+    "C3": "scene, relative positions, support, scale, camera, depth, lighting, shadows, "
+          "reflections, anchors coherent",
+    "C4": "task-effective displacement with plausible pose, direction, support, path progression",
+    "C5": "t1 -> t2 -> t3 -> t4 without skipped or premature states",
+    "C6": "state changes follow visible preconditions, contact, force, tool use, body mechanics, "
+          "conservation",
+    "C7": "agents, tools, targets, recipients, garments, gaze, attention, affordances interact "
+          "plausibly",
+    "C8": "negations, selective operations, blocked actions, counterfactual conditions obeyed",
+    "C9": "clear, coherent, artifact-free enough, style-matched, informative for judging",
+    "D0": "complete, separated, ordered, readable panels; not stitched, merged, polluted, cropped",
+    "D1": "actor, target, recipient, tool, container, obstacle, non-target, final object bound "
+          "correctly",
+    "D2": "objects appear, disappear, transform, transfer or hide only for task-valid reasons",
+    "D3": "anchors, textures, shadows, reflections, windows, roads, signs, background objects "
+          "persist",
+    "D4": "left/right, front/back, inside/outside, support, contact, containment, distance "
+          "consistent",
+    "D5": "viewpoint, crop, scale, perspective, lighting, shadows, depth stable unless justified",
+    "D6": "pose, position, facing, stride phase, support and displacement change together",
+    "D7": "hand-object, tool-target, foot-ground, grip, pouring, insertion, hinge, handle geometry",
+    "D8": "important changes and source/target variables visibly decomposed, not only start/end",
+    "D9": "t1-t4 meaningfully different ordered phases; no repeats, early final states, unrelated "
+          "snapshots",
+    "D10": "attention, gaze and intent aligned with the task",
+    "D11": "counts, fill levels, source/target volumes, selections, colour bindings",
+    "D12": "occluded objects hidden and reappearing consistently",
+    "D13": "prohibitions, blocked actions, no-action outcomes, selective operations, "
+           "counterfactuals executed",
+    "D14": "small objects, hands, contact points, tools, openings, panel boundaries readable",
+}
 SCORE_MIN, SCORE_MAX = 0, 10
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,3 +42,19 @@ class Judge(Protocol):
         """Judge model and versions; a change re-judges stored sheets."""
 
     def judge(self, *, sheet: SheetToJudge) -> Judgment: ...
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """Settings a judge factory may take as ``options=`` (the ``--imagetime-judge-*`` options)."""
+
+    model: str = "gpt-5.5"
+    base_url: str | None = None
+    key_env: str | None = "OPENAI_API_KEY"  # None: the server needs no key
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    retries: int = 2
+    params: Mapping[str, JSON] = field(default_factory=dict)  # extra request parameters
+    price_per_mtok: tuple[float, float] | None = None  # (input, output) USD per 1M tokens
+    prices_file: Path | None = None
+    response_format: str = "json_schema"
