@@ -17,6 +17,13 @@ from tests.builders import case_dict, write_case_file
 SMALL = "--imagetime-size=128"
 
 
+@pytest.fixture(autouse=True)
+def offline_judge(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These runs use the offline pixel judge unless a test names another (after pytester,
+    which clears PYTEST_ADDOPTS)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--imagetime-judge=pixel")
+
+
 def _two_cases(pytester: pytest.Pytester, name: str = "kitchen.yaml") -> Path:
     return write_case_file(pytester.path / name, [
         case_dict("kitchen-pour-water-1"),

@@ -8,15 +8,17 @@ and says what is accepted.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .judges.base import JudgeOptions
 from .rubric import SETTINGS, Setting
 
-DEFAULT_JUDGE = "pixel"
+DEFAULT_JUDGE = "vlm"
 DEFAULT_OUT = "reports"
 DEFAULT_SIZE = 1024
 DEFAULT_PASS_THRESHOLD = 5.0
@@ -34,6 +36,10 @@ class Options:
     regenerate: bool
     rejudge: bool
     junit: Path | None
+    judge_options: JudgeOptions
+    max_cost: float | None
+    dry_run: bool
+    canaries: bool
 
     @property
     def active(self) -> bool:
@@ -64,6 +70,35 @@ def add_options(parser: pytest.Parser) -> None:
            ini_type="bool", action="store_true", default=None)
     option("junit", "Where the plugin writes its own JUnit XML (default: OUT/junit.xml; "
            "'none' writes none). pytest's --junitxml works as well.")
+    defaults = JudgeOptions()
+    option("judge-model", f"Model the vlm judge asks (default: {defaults.model}).")
+    option("judge-base-url", "OpenAI-compatible base URL for the vlm judge (default: "
+           "$OPENAI_BASE_URL, else OpenAI), e.g. http://localhost:8000/v1 for vLLM.")
+    option("judge-key-env", f"Environment variable holding the judge's API key (default: "
+           f"{defaults.key_env}); 'none' for a server without keys.")
+    option("judge-concurrency", f"Judge calls in flight at once, per pytest process (default: "
+           f"{defaults.concurrency}); under -n N a run makes up to N times as many.")
+    option("judge-timeout", f"Seconds one judge request may take (default: "
+           f"{defaults.timeout_s:g}).")
+    option("judge-retries", f"Retries of a failed or invalid judge answer (default: "
+           f"{defaults.retries}); then the item is an error.")
+    option("judge-param", "Extra request parameter for the judge as KEY=VALUE (VALUE as JSON "
+           "when it parses, e.g. temperature=0, reasoning_effort=high); repeatable.",
+           ini_type="args", action="append", default=None)
+    option("judge-price", "Judge price as IN,OUT USD per 1M tokens, overriding the shipped "
+           "table.")
+    option("judge-prices", "JSON price table {\"prices\": {model: [in, out]}} to use beside "
+           "the shipped one.")
+    option("judge-response-format", "json_schema (structured outputs, default) or json_object "
+           "for servers without schema support.")
+    option("max-cost", "Stop issuing new judge calls once this many USD are spent (split "
+           "evenly over xdist workers); unjudged items become errors.")
+    option("dry-run", "Print how many items need a judge call and the estimated cost, then "
+           "stop: nothing is generated or judged.", ini_type="bool", action="store_true",
+           default=None)
+    option("canaries", "Judge a fixed set of procedural good and broken sheets at the start "
+           "and record their scores, so a change in a hosted judge shows in the report.",
+           ini_type="bool", action="store_true", default=None)
 
 
 def _raw(config: pytest.Config, name: str) -> Any:
@@ -94,6 +129,57 @@ def _number(config: pytest.Config, name: str, kind: type, default: Any,
 
 def _flag(config: pytest.Config, name: str) -> bool:
     return bool(_raw(config, name))
+
+
+def _judge_params(config: pytest.Config) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in _raw(config, "judge-param") or []:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise _fail("judge-param", item, "give KEY=VALUE, e.g. temperature=0")
+        try:
+            params[key.strip()] = json.loads(value)
+        except ValueError:
+            params[key.strip()] = value
+    return params
+
+
+def _price(config: pytest.Config) -> tuple[float, float] | None:
+    raw = _raw(config, "judge-price")
+    if raw is None:
+        return None
+    try:
+        first, second = (float(v) for v in str(raw).split(","))
+    except ValueError:
+        raise _fail("judge-price", raw, "give IN,OUT in USD per 1M tokens, e.g. 1.25,10") \
+            from None
+    if first < 0 or second < 0:
+        raise _fail("judge-price", raw, "prices cannot be negative")
+    return (first, second)
+
+
+def judge_options(config: pytest.Config) -> JudgeOptions:
+    defaults = JudgeOptions()
+    key_env = str(_raw(config, "judge-key-env") or defaults.key_env)
+    response = str(_raw(config, "judge-response-format") or defaults.response_format)
+    if response not in ("json_schema", "json_object"):
+        raise _fail("judge-response-format", response, "use json_schema or json_object")
+    prices = _raw(config, "judge-prices")
+    return JudgeOptions(
+        model=str(_raw(config, "judge-model") or defaults.model),
+        base_url=_raw(config, "judge-base-url"),
+        key_env=None if key_env.lower() == "none" else key_env,
+        concurrency=_number(config, "judge-concurrency", int, defaults.concurrency, 1, 1024,
+                            "give an integer from 1 to 1024"),
+        timeout_s=_number(config, "judge-timeout", float, defaults.timeout_s, 0.01, 86400,
+                          "give seconds, a number above 0"),
+        retries=_number(config, "judge-retries", int, defaults.retries, 0, 100,
+                        "give an integer from 0 to 100"),
+        params=_judge_params(config),
+        price_per_mtok=_price(config),
+        prices_file=Path(str(prices)).expanduser() if prices else None,
+        response_format=response,
+    )
 
 
 def parse_options(config: pytest.Config) -> Options:
@@ -128,4 +214,9 @@ def parse_options(config: pytest.Config) -> Options:
         regenerate=_flag(config, "regenerate"),
         rejudge=_flag(config, "rejudge"),
         junit=junit,
+        judge_options=judge_options(config),
+        max_cost=_number(config, "max-cost", float, None, 0, float("inf"),
+                         "give a number of USD, 0 or more"),
+        dry_run=_flag(config, "dry-run"),
+        canaries=_flag(config, "canaries"),
     )

@@ -16,19 +16,23 @@ import pytest
 from _pytest._code.code import ExceptionInfo, TerminalRepr
 
 from . import hookspec
+from .canaries import run_canaries
 from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
 from .conditions import explain, unmet_conditions
+from .estimate import estimate, estimate_lines
 from .inventory import slug
 from .judges.base import Judge
 from .models.base import ImageModel
 from .options import Options, add_options, parse_options
+from .pipeline import CostBudget, Job, Pipeline
 from .record import ItemRecord
 from .registry import JUDGES, MODELS, UnknownBackend
 from .report.json_report import build_report, write_report
 from .report.junit import write_junit
 from .report.summary import summary_lines
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
-from .runner import ItemError, ItemOutcome, RunSpec, now, run_item
+from .runner import ItemError, ItemOutcome, RunSpec, now
+from .scheduling import share_of
 from .store import RunPaths
 
 PLUGIN_NAME = "imagetime-session"
@@ -43,14 +47,23 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     options = parse_options(config)
     if not options.active:
         return
+    if options.dry_run:
+        # A dry run only counts: no workers to start (before xdist's own configure runs).
+        config.option.dist = "no"
+        config.option.numprocesses = None
     _register_markers(config)
     session = ImagetimeSession(config, options)
     config.stash[session_key] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
+    if config.pluginmanager.hasplugin("xdist"):
+        from .scheduling import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(), "imagetime-xdist")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: a benchmark run collects the packaged cases and nothing else.
         config.args = [str(builtin_cases_dir())]
@@ -74,9 +87,9 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _resolve(kind: str, spec: str, registry: Any) -> Any:
+def _resolve(kind: str, spec: str, registry: Any, **context: Any) -> Any:
     try:
-        return registry.create(spec)
+        return registry.create(spec, **context)
     except (UnknownBackend, ValueError) as exc:
         raise pytest.UsageError(f"--imagetime-{kind}={spec}: {exc}") from None
     except ImportError as exc:
@@ -89,7 +102,8 @@ class ImagetimeSession:
     def __init__(self, config: pytest.Config, options: Options) -> None:
         self.config = config
         self.options = options
-        judge: Judge = _resolve("judge", options.judge, JUDGES)
+        judge: Judge = _resolve("judge", options.judge, JUDGES, options=options.judge_options)
+        self.judge = judge
         self.runs: dict[str, RunSpec] = {}
         for spec in options.models:
             model: ImageModel = _resolve("model", spec, MODELS)
@@ -98,6 +112,17 @@ class ImagetimeSession:
                                       setting=options.setting, size=options.size,
                                       run_seed=options.seed, regenerate=options.regenerate,
                                       rejudge=options.rejudge)
+        workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+        budget = None if options.max_cost is None else options.max_cost / workers
+        if budget is not None and getattr(judge, "price", True) is None:
+            raise pytest.UsageError(
+                f"--imagetime-max-cost needs the judge's price, and none is known for "
+                f"{judge.config().get('judge_model')!r}: give --imagetime-judge-price=IN,OUT "
+                "(USD per 1M tokens)")
+        concurrency = options.judge_options.concurrency
+        self.pipeline = Pipeline(concurrency=concurrency, lookahead=2 * concurrency,
+                                 budget=CostBudget(budget))
+        self.canaries: list[dict[str, Any]] | None = None
         self._outcomes: dict[str, tuple[str, str]] = {}
         self.records: dict[str, list[ItemRecord]] = {}
         self.messages: dict[str, str] = {}
@@ -112,6 +137,27 @@ class ImagetimeSession:
         if parent.session.isinitpath(file_path) or looks_like_case_file(file_path):
             return CaseFile.from_parent(parent, path=file_path)
         return None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        if not self.options.dry_run:
+            return
+        ours = [i for i in items if isinstance(i, CaseItem)]
+        estimates = [estimate(run, [i.case for i in ours if i.run is run])
+                     for run in self.runs.values()]
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "ImageTime dry run")
+            for line in estimate_lines(estimates, self.judge.config()):
+                reporter.write_line(line)
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = []
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.options.canaries and not self.options.dry_run \
+                and not _is_xdist_worker(self.config):
+            self.canaries = run_canaries(self.judge, self.options.setting)
 
     # ------------------------------------------------------------ results (controller)
 
@@ -151,8 +197,22 @@ class ImagetimeSession:
         if text:
             self.messages[record.key] = text
 
+    def plan_from(self, first: CaseItem) -> None:
+        """Tell the pipeline which items this process runs, from ``first`` on, in order."""
+        items = [i for i in first.session.items if isinstance(i, CaseItem)]
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is not None:
+            if not workerinput.get("imagetime_shares"):
+                return  # another xdist scheduling: this worker cannot know its items ahead
+            workers = int(workerinput["workercount"])
+            share = share_of(items.index(first), workers)
+            items = [item for n, item in enumerate(items) if share_of(n, workers) == share]
+        start = items.index(first)
+        self.pipeline.plan([item.job() for item in items[start:]])
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.pipeline.close()
         if _is_xdist_worker(self.config):
             return
         created = now()
@@ -162,6 +222,8 @@ class ImagetimeSession:
             if not records:
                 continue
             report = build_report(self._manifest(spec, records), records, created)
+            if self.canaries is not None:
+                report["canaries"] = self.canaries
             self.config.hook.pytest_imagetime_update_report(report=report, config=self.config)
             write_report(spec.paths.report, report)
             self.reports.append((spec.paths.report, report))
@@ -255,11 +317,18 @@ class CaseItem(pytest.Item):
             case_sha256=case.spec_hash,
         )
 
+    def job(self) -> Job:
+        return Job(self.nodeid, self.run, self.case, self.base_record())
+
     def setup(self) -> None:
-        base = self.base_record()
-        self.user_properties.extend(base.to_properties())
+        session: ImagetimeSession = self.config.stash[session_key]
+        if not session.pipeline.planned:
+            session.plan_from(self)
+        job = self.job()
+        self.user_properties.extend(job.base.to_properties())
+        base = job.base
         try:
-            self.outcome = run_item(self.run, self.case, base)
+            self.outcome = session.pipeline.outcome(job)
         except ItemError as exc:
             self._set_record(base.with_status("error", str(exc)))
             raise

@@ -165,11 +165,25 @@ def pixel_labels(record: Mapping[str, Any], image: Image.Image) -> tuple[str, ..
     return tuple(facts["implied_labels"])
 
 
-def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:
-    """Everything an item does before its assertions; raises ItemError on infrastructure failure."""
-    image, digest, image_record, generated = obtain_sheet(spec, case)
-    judgment, judged = obtain_judgment(spec, case, image, digest)
-    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(image_record, image))))
+@dataclass(frozen=True)
+class Sheet:
+    """A generated (or reused) sheet, ready to judge."""
+
+    image: Image.Image
+    sha256: str
+    record: Mapping[str, Any]
+    generated: bool
+
+
+def generate_sheet(spec: RunSpec, case: Case) -> Sheet:
+    image, digest, record, generated = obtain_sheet(spec, case)
+    return Sheet(image, digest, record, generated)
+
+
+def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:
+    """Judge (or reuse the judgment), apply the caps, and score; raises ItemError."""
+    judgment, judged = obtain_judgment(spec, case, sheet.image, sheet.sha256)
+    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet.record, sheet.image))))
     capped, caps = apply_caps(judgment.scores, labels, case.applicable)
     scores = score_item(capped)
     failed_predicates = tuple(v.id for v in judgment.predicates if v.value is not True)
@@ -183,7 +197,13 @@ def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:
         forbidden_observed=observed if judgment.evaluates_predicates else (),
         predicates_checked=judgment.evaluates_predicates,
         image=str(spec.paths.image(case.id)), judgment=str(spec.paths.judgment(case.id)),
-        cost_usd=judgment.cost_usd, generation_s=image_record.get("seconds"),
-        judge_s=judgment.latency_s, generated=generated, judged=judged,
+        cost_usd=judgment.cost_usd,
+        generation_s=sheet.record.get("seconds"),
+        judge_s=judgment.latency_s, generated=sheet.generated, judged=judged,
     )
     return ItemOutcome(ItemRecord(**values), judgment, caps, scores)
+
+
+def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:
+    """Everything an item does before its assertions; raises ItemError on infrastructure failure."""
+    return judge_sheet(spec, case, base, generate_sheet(spec, case))

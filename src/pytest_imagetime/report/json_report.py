@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import platform
 import sys
 from collections.abc import Iterable, Mapping
@@ -80,6 +81,8 @@ def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
         "rubric_version": RUBRIC_VERSION,
         "manifest": {**manifest, "environment": environment()},
         "aggregate": aggregate(to_scored(r) for r in ordered),
+        # What this session paid: judgments reused from the store cost nothing again.
+        "spent_usd": math.fsum(r.cost_usd for r in ordered if r.judged),
         "errors": [{"key": r.key, "case_id": r.case_id, "reason": r.error or ""}
                    for r in ordered if r.status == "error"],
         "items": [item_json(r) for r in ordered],

@@ -22,6 +22,7 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
     header = (f"{'model':<{width}} {'N':>4} {'pass':>4} {'fail':>4} {'err':>4} {'C mean':>6} "
               f"{'D mean':>6} {'Overall':>7} {'gate%':>6} {levels}  judge")
     lines = [header, "-" * len(header)]
+    cost_lines = []
     for name, report in zip(names, reports, strict=True):
         agg = report["aggregate"]
         gate = agg["gate_pass_rate"]
@@ -32,7 +33,12 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
         lines.append(f"{name:<{width}} {agg['n']:>4} {agg['passed']:>4} {agg['failed']:>4} "
                      f"{agg['errors']:>4} {_num(agg['c_mean'], 6)} {_num(agg['d_mean'], 6)} "
                      f"{_num(agg['overall'], 7)} {gate_text} {tree}  {judge_text}")
-    return lines
+        if agg["cost_usd"] or report.get("spent_usd"):
+            per_case = agg["cost_usd"] / agg["judged"] if agg["judged"] else 0.0
+            cost_lines.append(f"{name}: judge cost ${agg['cost_usd']:.4f} "
+                              f"(${per_case:.4f} per case), spent this session "
+                              f"${report.get('spent_usd', 0.0):.4f}")
+    return lines + cost_lines
 
 
 def _run_name(report: Mapping[str, Any]) -> str:

@@ -1,0 +1,98 @@
+"""The dry run: how many items need a judge call, and what they would cost.
+
+Nothing is generated or judged. A stored judgment whose inputs are unchanged is reused by a
+real run, so it costs nothing here either.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .cases import Case
+from .judges.prices import cost_usd
+from .judges.prompt import case_text, system_prompt
+from .rubric import RUBRIC_VERSION
+from .runner import RunSpec, case_seed
+from .store import input_key, load_stored_image, load_stored_judgment
+
+# The answer's size: a panel parse, 25 scores, verdicts with evidence, a rationale.
+OUTPUT_TOKENS_PER_JUDGMENT = 1500
+CHARS_PER_TOKEN = 4
+
+
+def image_tokens(size: int) -> int:
+    """Tokens of one square image at high detail: 512-px tiles after fitting 768 px."""
+    side = min(size, 768)
+    tiles = math.ceil(side / 512) ** 2
+    return 85 + 170 * tiles
+
+
+@dataclass(frozen=True)
+class Estimate:
+    run: str
+    items: int
+    to_judge: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+
+
+def _stored(spec: RunSpec, case: Case) -> bool:
+    """Would a real run reuse a stored judgment for this case?"""
+    config = dict(spec.model.config())
+    seed = case_seed(spec.run_seed, case.id)
+    from .models.base import GenerationRequest
+
+    token_of = getattr(spec.model, "input_token", None)
+    request = GenerationRequest(case=case, setting=spec.setting, size=spec.size, seed=seed)
+    key = input_key({
+        "model": spec.model.name, "config": config, "case": case.id,
+        "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
+        "seed": seed, "token": token_of(request) if callable(token_of) else None,
+    })
+    stored = None if spec.regenerate else load_stored_image(spec.paths, case.id, key)
+    if stored is None or spec.rejudge:
+        return False
+    judgment_key = input_key({
+        "judge": dict(spec.judge.config()), "image_sha256": stored[1],
+        "case_spec_sha256": case.spec_hash, "setting": spec.setting,
+        "rubric_version": RUBRIC_VERSION,
+    })
+    return load_stored_judgment(spec.paths, case.id, judgment_key) is not None
+
+
+def estimate(spec: RunSpec, cases: Iterable[Case]) -> Estimate:
+    listed = list(cases)
+    pending = [c for c in listed if not _stored(spec, c)]
+    system = len(system_prompt()) // CHARS_PER_TOKEN
+    tokens_in = sum(system + len(case_text(c, spec.setting)) // CHARS_PER_TOKEN
+                    + image_tokens(spec.size) for c in pending)
+    tokens_out = OUTPUT_TOKENS_PER_JUDGMENT * len(pending)
+    price = getattr(spec.judge, "price", None)
+    judged_by_model = "judge_model" in spec.judge.config() and spec.judge.name == "vlm"
+    cost = cost_usd(price, tokens_in, tokens_out) if price else (0.0 if not judged_by_model
+                                                                 else None)
+    suffix = "" if spec.setting == "prompt-only" else f"@{spec.setting}"
+    return Estimate(f"{spec.model.name}{suffix} | {spec.judge.name}", len(listed), len(pending),
+                    tokens_in, tokens_out, cost)
+
+
+def estimate_lines(estimates: Iterable[Estimate], judge_config: Mapping[str, Any]) -> list[str]:
+    rows = list(estimates)
+    width = max([len("run"), *(len(e.run) for e in rows)])
+    lines = [f"{'run':<{width}} {'items':>6} {'to judge':>8} {'tokens in':>10} "
+             f"{'tokens out':>10} {'est. cost':>10}"]
+    total: float | None = 0.0
+    for e in rows:
+        cost = "unknown" if e.cost_usd is None else f"${e.cost_usd:.2f}"
+        total = None if total is None or e.cost_usd is None else total + e.cost_usd
+        lines.append(f"{e.run:<{width}} {e.items:>6} {e.to_judge:>8} {e.tokens_in:>10} "
+                     f"{e.tokens_out:>10} {cost:>10}")
+    lines.append("total: " + ("unknown (no price for judge model "
+                              f"{judge_config.get('judge_model')!r}; give "
+                              "--imagetime-judge-price=IN,OUT)" if total is None
+                              else f"${total:.2f}") + "; nothing was generated or judged")
+    return lines

@@ -1,0 +1,65 @@
+"""Judge ``replay:RUN_DIR``: the judgments stored by an earlier run, scored again.
+
+For re-aggregating with new caps, for CI without keys, and for tests. The stored judgment
+must belong to the same sheet (same image bytes) and the same case text; otherwise the item
+is an error, because a replayed score for a different image would be a made-up one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..judgment import JudgeError, Judgment
+from .base import SheetToJudge
+
+
+class ReplayJudge:
+    def __init__(self, argument: str | None = None) -> None:
+        if not argument:
+            raise ValueError("the replay judge needs a run directory: "
+                             "--imagetime-judge=replay:reports/MODEL/JUDGE")
+        self.source = Path(argument).expanduser().resolve()
+        if not (self.source / "judgments").is_dir():
+            raise ValueError(f"replay: {self.source} holds no judgments/ directory (give a run "
+                             "directory such as reports/procedural/vlm)")
+
+    @property
+    def name(self) -> str:
+        return "replay"
+
+    @property
+    def scored_dims(self) -> frozenset[str]:
+        return frozenset()  # whatever the original judge scored; it was validated when stored
+
+    def config(self) -> Mapping[str, Any]:
+        return {"judge": "replay", "source": str(self.source), "judge_model": self._origin()}
+
+    def _origin(self) -> str:
+        """The judge model behind the stored judgments: replayed scores stay that judge's."""
+        for path in sorted((self.source / "judgments").glob("*.json"))[:1]:
+            try:
+                return str(json.loads(path.read_text())["judgment"]["judge_model"])
+            except (OSError, ValueError, KeyError, TypeError):
+                break
+        return "unknown"
+
+    def judge(self, *, sheet: SheetToJudge) -> Judgment:
+        path = self.source / "judgments" / f"{sheet.case.id}.json"
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            judgment = Judgment.from_json(record["judgment"])
+        except FileNotFoundError:
+            raise JudgeError(f"no stored judgment for {sheet.case.id!r}: expected {path}"
+                             ) from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise JudgeError(f"cannot read the stored judgment {path}: {exc}") from None
+        if record.get("image_sha256") != sheet.image_sha256:
+            raise JudgeError(f"the stored judgment {path} is for another image than "
+                             f"{sheet.path}; replay needs the same sheets")
+        if record.get("case_spec_sha256") != sheet.case.spec_hash:
+            raise JudgeError(f"the stored judgment {path} was made for another version of "
+                             f"case {sheet.case.id!r}")
+        return judgment

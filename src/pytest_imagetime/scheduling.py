@@ -1,0 +1,60 @@
+"""Which process runs which items, decided up front so each can generate ahead.
+
+Under pytest-xdist the default scheduler hands items to workers a few at a time, so a worker
+cannot know what to generate next. With ImageTime active, ``-n N`` (``--dist load``) instead
+uses ``ImagetimeScheduling``: the case items are split into N balanced shares (round-robin
+in collection order) and each worker receives one whole share at once; the worker computes
+the same share from its own collection and pipelines it. Other tests keep xdist's
+per-module scopes; an explicit other ``--dist`` mode is left alone (items then run without
+look-ahead).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def share_of(position: int, shares: int) -> int:
+    """The share of the item at ``position`` among the case items (round-robin: balanced
+    in count and mixed over domains and models)."""
+    return position % max(1, shares)
+
+
+def is_case_nodeid(nodeid: str) -> bool:
+    path = nodeid.split("::", 1)[0]
+    return "::" in nodeid and path.endswith((".yaml", ".yml"))
+
+
+def make_scheduler_class() -> type:
+    """The scheduler, built only where xdist is installed (it subclasses xdist's own)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ImagetimeScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        """One whole, balanced share of the case items per worker, sent up front."""
+
+        def __init__(self, config: Any, log: Any = None) -> None:
+            super().__init__(config, log)
+            self._shares: dict[str, int] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if not is_case_nodeid(nodeid):
+                return str(super()._split_scope(nodeid))
+            if self._shares is None:
+                cases = [n for n in self.collection or () if is_case_nodeid(n)]
+                count = len(self.nodes)
+                self._shares = {n: share_of(i, count) for i, n in enumerate(cases)}
+            return f"imagetime-share-{self._shares[nodeid]}"
+
+    return ImagetimeScheduling
+
+
+class XdistHooks:
+    """Registered only when pytest-xdist is present and ImageTime is active."""
+
+    def pytest_xdist_make_scheduler(self, config: Any, log: Any) -> Any:
+        if config.getvalue("dist") != "load":
+            return None
+        return make_scheduler_class()(config, log)
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["imagetime_shares"] = node.config.getvalue("dist") == "load"
