@@ -79,10 +79,14 @@ class Pipeline:
         """Start working through ``jobs`` in the order they will be asked for."""
         if self._thread is not None:
             return
+        work: list[tuple[Job, Future[ItemOutcome]]] = []
         with self._lock:
             for job in jobs:
-                self._futures.setdefault(job.key, Future())
-        self._thread = threading.Thread(target=self._generate_all, args=(list(jobs),),
+                future = self._futures.setdefault(job.key, Future())
+                work.append((job, future))
+        # The thread keeps its own references: an item may take its future out of the table
+        # (and wait on it) before the thread reaches it.
+        self._thread = threading.Thread(target=self._generate_all, args=(work,),
                                         name="imagetime-generate", daemon=True)
         self._thread.start()
 
@@ -115,16 +119,25 @@ class Pipeline:
             self._budget.add(outcome.record.cost_usd)
         return outcome
 
-    def _generate_all(self, jobs: list[Job]) -> None:
-        for job in jobs:
+    def _generate_all(self, work: list[tuple[Job, Future[ItemOutcome]]]) -> None:
+        try:
+            self._generate_each(work)
+        finally:
+            # Stopped or broken: no item may wait forever for a sheet that will not come.
+            for _job, future in work:
+                if not future.done() and not future.running() \
+                        and future.set_running_or_notify_cancel():
+                    future.set_exception(ItemError("not generated: the run is stopping"))
+
+    def _generate_each(self, work: list[tuple[Job, Future[ItemOutcome]]]) -> None:
+        for job, future in work:
             while not self._slots.acquire(timeout=0.1):
                 if self._stop.is_set():
                     return
             if self._stop.is_set():
+                self._slots.release()
                 return
-            with self._lock:
-                future = self._futures.get(job.key)
-            if future is None or not future.set_running_or_notify_cancel():
+            if not future.set_running_or_notify_cancel():
                 self._slots.release()
                 continue
             try:

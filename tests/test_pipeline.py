@@ -1,0 +1,129 @@
+"""The pipeline that overlaps generation and judging, with stand-in stages."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, cast
+
+import pytest
+from PIL import Image
+
+from pytest_imagetime.cases import Case
+from pytest_imagetime.pipeline import CostBudget, Job, Pipeline
+from pytest_imagetime.record import ItemRecord
+from pytest_imagetime.runner import ItemError, ItemOutcome, RunSpec, Sheet
+from tests.builders import make_case
+
+
+def _jobs(n: int) -> list[Job]:
+    spec = cast(RunSpec, None)  # the stand-in stages below never look at it
+    return [Job(f"item-{i}", spec, make_case(f"case-{i}"), cast(ItemRecord, None))
+            for i in range(n)]
+
+
+class Stages:
+    """Stand-ins that record what ran when, and can be made slow or failing."""
+
+    def __init__(self, judge_delay: float = 0.0, fail_generation: set[str] | None = None
+                 ) -> None:
+        self.judge_delay = judge_delay
+        self.fail_generation = fail_generation or set()
+        self.generated: list[str] = []
+        self.in_judgment = 0
+        self.max_in_judgment = 0
+        self.max_ahead = 0
+        self.judged = 0
+        self.lock = threading.Lock()
+
+    def generate(self, spec: RunSpec, case: Case) -> Sheet:
+        if case.id in self.fail_generation:
+            raise ItemError(f"model failed on {case.id}")
+        with self.lock:
+            self.generated.append(case.id)
+            self.max_ahead = max(self.max_ahead, len(self.generated) - self.judged)
+        return Sheet(Image.new("RGB", (4, 4)), case.id, {}, True)
+
+    def judge(self, spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:
+        with self.lock:
+            self.in_judgment += 1
+            self.max_in_judgment = max(self.max_in_judgment, self.in_judgment)
+        time.sleep(self.judge_delay)
+        with self.lock:
+            self.in_judgment -= 1
+            self.judged += 1
+        record = cast(Any, type("R", (), {"judged": False, "cost_usd": 0.0})())
+        return ItemOutcome(record, cast(Any, sheet.sha256), (), cast(Any, None))
+
+
+def test_outcomes_come_back_in_any_order_of_asking() -> None:
+    stages = Stages()
+    pipeline = Pipeline(4, 8, generate=stages.generate, judge=stages.judge)
+    jobs = _jobs(20)
+    pipeline.plan(jobs)
+    # Ask for the last one first: its future may be taken before the thread reaches it.
+    for job in [jobs[-1], *jobs[:-1]]:
+        assert pipeline.outcome(job).judgment == job.case.id  # type: ignore[comparison-overlap]
+    pipeline.close()
+    assert stages.generated == [j.case.id for j in jobs]
+
+
+def test_judgments_overlap_up_to_the_concurrency() -> None:
+    stages = Stages(judge_delay=0.05)
+    pipeline = Pipeline(4, 8, generate=stages.generate, judge=stages.judge)
+    jobs = _jobs(16)
+    pipeline.plan(jobs)
+    for job in jobs:
+        pipeline.outcome(job)
+    pipeline.close()
+    assert stages.max_in_judgment == 4
+
+
+def test_generation_stays_at_most_lookahead_sheets_ahead() -> None:
+    stages = Stages(judge_delay=0.02)
+    pipeline = Pipeline(2, 3, generate=stages.generate, judge=stages.judge)
+    jobs = _jobs(20)
+    pipeline.plan(jobs)
+    for job in jobs:
+        pipeline.outcome(job)
+    pipeline.close()
+    assert 2 <= stages.max_ahead <= 3
+
+
+def test_a_generation_failure_is_that_items_error_only() -> None:
+    stages = Stages(fail_generation={"case-2"})
+    pipeline = Pipeline(2, 4, generate=stages.generate, judge=stages.judge)
+    jobs = _jobs(5)
+    pipeline.plan(jobs)
+    with pytest.raises(ItemError, match="model failed on case-2"):
+        pipeline.outcome(jobs[2])
+    assert pipeline.outcome(jobs[4]) is not None
+    pipeline.close()
+
+
+def test_closing_fails_waiting_items_instead_of_hanging() -> None:
+    stages = Stages(judge_delay=0.2)
+    pipeline = Pipeline(1, 1, generate=stages.generate, judge=stages.judge)
+    jobs = _jobs(10)
+    pipeline.plan(jobs)
+    pipeline.close()
+    with pytest.raises(ItemError, match="the run is stopping"):
+        pipeline.outcome(jobs[-1])
+
+
+def test_unplanned_items_run_inline() -> None:
+    stages = Stages()
+    pipeline = Pipeline(2, 4, generate=stages.generate, judge=stages.judge)
+    (job,) = _jobs(1)
+    assert not pipeline.planned
+    assert pipeline.outcome(job) is not None
+    pipeline.close()
+
+
+def test_budget_refuses_once_spent() -> None:
+    budget = CostBudget(0.01)
+    budget.check()
+    budget.add(0.01)
+    with pytest.raises(ItemError, match="budget is spent"):
+        budget.check()
+    CostBudget(None).check()
