@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import sys
@@ -166,6 +167,10 @@ def test_pixel_findings_cap_what_the_vlm_missed(pytester: pytest.Pytester,
     item = _report(pytester.path / "reports", "procedural-copied/vlm")["items"][0]
     assert item["scores"]["D9"] == 2 and item["scores"]["C4"] == 2
     assert "copied_phases" in item["labels"]
+    (cap,) = item["caps"]
+    assert cap.startswith("no-motion-or-copied-phases: a motion task lacks objective")
+    assert "labels: copied_phases; lowered " in cap
+    assert re.search(r"D9 \d+->2", cap)
 
 
 def test_replay_rescores_stored_judgments_without_calls(pytester: pytest.Pytester,

@@ -27,7 +27,7 @@ records = st.builds(
     tree=st.fixed_dictionaries(dict.fromkeys(TREE_KEYS, maybe_mean)),
     gate_pass=st.one_of(st.none(), st.booleans()),
     labels=st.lists(st.sampled_from(sorted(FAILURE_LABELS)), unique=True).map(tuple),
-    caps=st.lists(words, unique=True, max_size=3).map(tuple),
+    caps=st.lists(st.text(min_size=1, max_size=40), max_size=3).map(tuple),
     predicates_checked=st.booleans(),
     image=st.one_of(st.none(), words), judgment=st.one_of(st.none(), words),
     cost_usd=st.floats(0, 100).map(lambda v: round(v, 4)),

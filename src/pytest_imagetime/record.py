@@ -8,6 +8,7 @@ controller. Null values are left out, never written as 0.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -46,7 +47,7 @@ class ItemRecord:
     tree: Mapping[str, float | None] = field(default_factory=dict)
     gate_pass: bool | None = None
     labels: tuple[str, ...] = ()
-    caps: tuple[str, ...] = ()
+    caps: tuple[str, ...] = ()  # every applied cap with its reason and what it lowered
     predicates_failed: tuple[str, ...] = ()
     forbidden_observed: tuple[str, ...] = ()
     predicates_checked: bool = False
@@ -67,7 +68,8 @@ class ItemRecord:
             elif f.name == "tree":
                 out.extend((PREFIX + k, round(v, 4)) for k, v in value.items() if v is not None)
             elif isinstance(value, tuple):
-                out.append((PREFIX + f.name, ",".join(value)))
+                # JSON, not a joined string: entries may hold commas (cap descriptions).
+                out.append((PREFIX + f.name, json.dumps(list(value))))
             elif isinstance(value, float):
                 out.append((PREFIX + f.name, round(value, 4)))
             elif value is not None:
@@ -107,7 +109,7 @@ def _as_float(value: object) -> float | None:
 def _coerce(type_name: object, value: object) -> object:
     text = str(type_name)
     if text.startswith("tuple"):
-        return tuple(v for v in str(value).split(",") if v)
+        return tuple(str(v) for v in json.loads(str(value)))
     if text == "bool" or text == "bool | None":
         return value if isinstance(value, bool) else str(value) == "True"
     if text == "int":

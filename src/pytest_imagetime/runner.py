@@ -66,6 +66,12 @@ class ItemOutcome:
     item_scores: ItemScores
 
 
+def describe_cap(cap: AppliedCap) -> str:
+    """One line that says which rule fired, why, and what it lowered."""
+    lowered = ", ".join(f"{d} {a}->{b}" for d, (a, b) in cap.lowered.items()) or "nothing"
+    return f"{cap.rule}: {cap.condition} (labels: {', '.join(cap.labels)}; lowered {lowered})"
+
+
 def case_seed(run_seed: int, case_id: str) -> int:
     """Each case's seed: stable across runs and machines, different between cases."""
     digest = hashlib.sha256(f"{run_seed}:{case_id}".encode()).digest()
@@ -192,7 +198,7 @@ def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> It
     values.update(
         judge_model=judgment.judge_model, scores=capped, c_mean=scores.c_mean,
         d_mean=scores.d_mean, overall=scores.overall, tree=dict(scores.tree),
-        gate_pass=scores.gate_pass, labels=labels, caps=tuple(c.rule for c in caps),
+        gate_pass=scores.gate_pass, labels=labels, caps=tuple(describe_cap(c) for c in caps),
         predicates_failed=failed_predicates if judgment.evaluates_predicates else (),
         forbidden_observed=observed if judgment.evaluates_predicates else (),
         predicates_checked=judgment.evaluates_predicates,
