@@ -24,8 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_imagetime.cases import builtin_cases_dir  # noqa: E402
-from tests.fake_openai import ServerState, chat_server  # noqa: E402
+from tests.fake_openai import ServerState, chat_server
+
+from pytest_imagetime.cases import builtin_cases_dir
 
 DOMAINS = ("constraints.yaml", "kitchen.yaml")
 

@@ -264,3 +264,14 @@ def test_judging_runs_concurrently_and_under_xdist(pytester: pytest.Pytester,
     assert judge_env.state.max_in_flight > 4  # two workers, each with its own four in flight
     assert _report(pytester.path / "serial")["aggregate"] == _report(
         pytester.path / "parallel")["aggregate"]
+
+
+def test_missing_openai_package_is_a_usage_error_with_the_install_command(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setitem(sys.modules, "openai", None)  # as if it were not installed
+    write_case_file(pytester.path / "k.yaml", [case_dict()])
+    result = pytester.runpytest("k.yaml", "--imagetime-model=procedural")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --imagetime-judge=vlm: the vlm judge needs the openai "
+                                 "package: pip install 'pytest-imagetime[openai]'"])

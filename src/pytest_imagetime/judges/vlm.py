@@ -11,12 +11,14 @@ with exponential backoff; what still fails becomes an error with its reason.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 import os
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -51,10 +53,25 @@ def _openai() -> Any:
     return openai
 
 
-def image_data_url(image: Image.Image) -> str:
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
+    """The sheet as a PNG data URL: the stored file's bytes when there is one (no re-encoding),
+    else a fresh encoding."""
+    data = None
+    if stored is not None:
+        try:
+            data = stored.read_bytes()
+        except OSError:
+            data = None
+    if data is None or not data.startswith(b"\x89PNG"):
+        buffer = io.BytesIO()
+        image.convert("RGB").save(buffer, format="PNG")
+        data = buffer.getvalue()
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+@functools.cache
+def _answer_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(response_schema())
 
 
 class VlmJudge:
@@ -63,11 +80,16 @@ class VlmJudge:
     def __init__(self, argument: str | None = None, *,
                  options: JudgeOptions | None = None) -> None:
         self.options = options or JudgeOptions()
+        # Imported here, at start-up: a missing package stops the run before any image is
+        # generated, and judge threads do not queue on the first import.
+        self._sdk = _openai()
         self.model = argument or self.options.model
         self.api_key = self._api_key()
         self.price: Price | None = price_for(self.model, self.options.price_per_mtok,
                                              self.options.prices_file)
-        self._client: Any = None
+        self._client: Any = self._sdk.OpenAI(
+            api_key=self.api_key or "unused", base_url=self.base_url,
+            timeout=self.options.timeout_s, max_retries=self.options.retries)
 
     def _api_key(self) -> str | None:
         env = self.options.key_env
@@ -101,11 +123,7 @@ class VlmJudge:
         return self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None
 
     def client(self) -> Any:
-        if self._client is None:
-            openai = _openai()
-            self._client = openai.OpenAI(
-                api_key=self.api_key or "unused", base_url=self.base_url,
-                timeout=self.options.timeout_s, max_retries=self.options.retries)
+        """One client for every judge thread (it is thread-safe and pools connections)."""
         return self._client
 
     # ------------------------------------------------------------ one judgment
@@ -119,8 +137,9 @@ class VlmJudge:
         if sheet.setting == "scaffold" and sheet.reference is not None:
             content.append({"type": "image_url",
                             "image_url": {"url": image_data_url(sheet.reference)}})
-        content.append({"type": "image_url", "image_url": {"url": image_data_url(sheet.image),
-                                                           "detail": "high"}})
+        content.append({"type": "image_url",
+                        "image_url": {"url": image_data_url(sheet.image, sheet.path),
+                                      "detail": "high"}})
         return [{"role": "system", "content": system_prompt()},
                 {"role": "user", "content": content}]
 
@@ -151,7 +170,7 @@ class VlmJudge:
                          + " | ".join(problems))
 
     def _call(self, messages: list[dict[str, Any]]) -> Any:
-        openai = _openai()
+        openai = self._sdk
         request: dict[str, Any] = {"model": self.model, "messages": messages,
                                    "response_format": response_format(
                                        self.options.response_format)}
@@ -192,7 +211,7 @@ class VlmJudge:
             answer = json.loads(content)
         except ValueError:
             raise InvalidAnswer(f"the answer is not JSON: {_short(content)!r}") from None
-        errors = sorted(jsonschema.Draft202012Validator(response_schema()).iter_errors(answer),
+        errors = sorted(_answer_validator().iter_errors(answer),
                         key=lambda e: list(map(str, e.absolute_path)))
         if errors:
             first = errors[0]
