@@ -14,9 +14,8 @@ from typing import Any
 from .cases import Case
 from .judges.prices import cost_usd
 from .judges.prompt import case_text, system_prompt
-from .rubric import RUBRIC_VERSION
-from .runner import RunSpec, case_seed
-from .store import input_key, load_stored_image, load_stored_judgment
+from .runner import RunSpec, generation_request, image_key, judgment_key
+from .store import load_stored_image, load_stored_judgment
 
 # The answer's size: a panel parse, 25 scores, verdicts with evidence, a rationale.
 OUTPUT_TOKENS_PER_JUDGMENT = 1500
@@ -42,26 +41,12 @@ class Estimate:
 
 def _stored(spec: RunSpec, case: Case) -> bool:
     """Would a real run reuse a stored judgment for this case?"""
-    config = dict(spec.model.config())
-    seed = case_seed(spec.run_seed, case.id)
-    from .models.base import GenerationRequest
-
-    token_of = getattr(spec.model, "input_token", None)
-    request = GenerationRequest(case=case, setting=spec.setting, size=spec.size, seed=seed)
-    key = input_key({
-        "model": spec.model.name, "config": config, "case": case.id,
-        "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
-        "seed": seed, "token": token_of(request) if callable(token_of) else None,
-    })
+    key = image_key(spec, generation_request(spec, case))
     stored = None if spec.regenerate else load_stored_image(spec.paths, case.id, key)
     if stored is None or spec.rejudge:
         return False
-    judgment_key = input_key({
-        "judge": dict(spec.judge.config()), "image_sha256": stored[1],
-        "case_spec_sha256": case.spec_hash, "setting": spec.setting,
-        "rubric_version": RUBRIC_VERSION,
-    })
-    return load_stored_judgment(spec.paths, case.id, judgment_key) is not None
+    return load_stored_judgment(spec.paths, case.id,
+                               judgment_key(spec, case, stored[1])) is not None
 
 
 def estimate(spec: RunSpec, cases: Iterable[Case]) -> Estimate:

@@ -90,16 +90,36 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
+def generation_request(spec: RunSpec, case: Case) -> GenerationRequest:
+    return GenerationRequest(case=case, setting=spec.setting, size=spec.size,
+                             seed=case_seed(spec.run_seed, case.id))
+
+
+def image_key(spec: RunSpec, request: GenerationRequest) -> str:
+    """Everything that decides the generated sheet; a change regenerates it."""
+    token_of = getattr(spec.model, "input_token", None)
+    return input_key({
+        "model": spec.model.name, "config": dict(spec.model.config()),
+        "case": request.case.id, "prompt_sha256": request.case.prompt_hash,
+        "setting": request.setting, "size": request.size, "seed": request.seed,
+        "token": token_of(request) if callable(token_of) else None,
+    })
+
+
+def judgment_key(spec: RunSpec, case: Case, image_sha256: str) -> str:
+    """Everything that decides a judgment; a change re-judges the sheet."""
+    return input_key({
+        "judge": dict(spec.judge.config()), "image_sha256": image_sha256,
+        "case_spec_sha256": case.spec_hash, "setting": spec.setting,
+        "rubric_version": RUBRIC_VERSION,
+    })
+
+
 def obtain_sheet(spec: RunSpec, case: Case) -> tuple[Image.Image, str, dict[str, Any], bool]:
     """The sheet for this case: the stored one when its inputs are unchanged, else a new one."""
-    seed = case_seed(spec.run_seed, case.id)
-    request = GenerationRequest(case=case, setting=spec.setting, size=spec.size, seed=seed)
-    token_of = getattr(spec.model, "input_token", None)
-    key = input_key({
-        "model": spec.model.name, "config": dict(spec.model.config()), "case": case.id,
-        "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
-        "seed": seed, "token": token_of(request) if callable(token_of) else None,
-    })
+    request = generation_request(spec, case)
+    seed = request.seed
+    key = image_key(spec, request)
     if not spec.regenerate:
         stored = load_stored_image(spec.paths, case.id, key)
         if stored is not None:
@@ -127,11 +147,7 @@ def obtain_sheet(spec: RunSpec, case: Case) -> tuple[Image.Image, str, dict[str,
 
 def obtain_judgment(spec: RunSpec, case: Case, image: Image.Image,
                     image_sha256: str) -> tuple[Judgment, bool]:
-    key = input_key({
-        "judge": dict(spec.judge.config()), "image_sha256": image_sha256,
-        "case_spec_sha256": case.spec_hash, "setting": spec.setting,
-        "rubric_version": RUBRIC_VERSION,
-    })
+    key = judgment_key(spec, case, image_sha256)
     if not spec.rejudge:
         stored = load_stored_judgment(spec.paths, case.id, key)
         if stored is not None:
