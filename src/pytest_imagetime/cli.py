@@ -50,6 +50,24 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _merge(args: argparse.Namespace) -> int:
+    from .report.merge import MergeError, merge
+
+    parts = [Path(p) for p in args.parts]
+    missing = [str(p) for p in parts if not p.is_dir()]
+    if missing:
+        print(f"imagetime merge: not a directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        written = merge(parts, Path(args.out))
+    except MergeError as exc:
+        print(f"imagetime merge: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"report: {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="imagetime", description="ImageTime benchmark tools.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -66,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     summary = sub.add_parser("summary", help="Print the summary table of stored runs.")
     summary.add_argument("runs", nargs="+", help="Run directories or report.json files.")
     summary.set_defaults(func=_summary)
+    merge = sub.add_parser("merge", help="Join the output directories of shards "
+                           "(--imagetime-shard=K/N) into one run.")
+    merge.add_argument("parts", nargs="+", help="Output directories of the shards.")
+    merge.add_argument("-o", "--out", required=True, help="Output directory of the merged run.")
+    merge.set_defaults(func=_merge)
     return parser
 
 

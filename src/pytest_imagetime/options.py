@@ -40,6 +40,7 @@ class Options:
     max_cost: float | None
     dry_run: bool
     canaries: bool
+    shard: tuple[int, int] | None  # (K, N): this process group runs share K of N
 
     @property
     def active(self) -> bool:
@@ -96,6 +97,9 @@ def add_options(parser: pytest.Parser) -> None:
     option("dry-run", "Print how many items need a judge call and the estimated cost, then "
            "stop: nothing is generated or judged.", ini_type="bool", action="store_true",
            default=None)
+    option("shard", "Run one deterministic, balanced share of the cases as K/N (1 <= K <= N), "
+           "e.g. for a CI matrix or a Slurm array; give each shard its own --imagetime-out and "
+           "join them with 'imagetime merge'.")
     option("canaries", "Judge a fixed set of procedural good and broken sheets at the start "
            "and record their scores, so a change in a hosted judge shows in the report.",
            ini_type="bool", action="store_true", default=None)
@@ -156,6 +160,18 @@ def _price(config: pytest.Config) -> tuple[float, float] | None:
     if first < 0 or second < 0:
         raise _fail("judge-price", raw, "prices cannot be negative")
     return (first, second)
+
+
+def parse_shard(raw: object) -> tuple[int, int] | None:
+    if raw is None:
+        return None
+    try:
+        k, n = (int(v) for v in str(raw).split("/"))
+    except ValueError:
+        raise _fail("shard", raw, "give K/N with 1 <= K <= N, e.g. 2/8") from None
+    if not 1 <= k <= n:
+        raise _fail("shard", raw, "give K/N with 1 <= K <= N, e.g. 2/8")
+    return (k, n)
 
 
 def judge_options(config: pytest.Config) -> JudgeOptions:
@@ -219,4 +235,5 @@ def parse_options(config: pytest.Config) -> Options:
                          "give a number of USD, 0 or more"),
         dry_run=_flag(config, "dry-run"),
         canaries=_flag(config, "canaries"),
+        shard=parse_shard(_raw(config, "shard")),
     )

@@ -32,7 +32,7 @@ from .report.junit import write_junit
 from .report.summary import summary_lines
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
 from .runner import ItemError, ItemOutcome, RunSpec, now
-from .scheduling import share_of
+from .scheduling import shard_cases, share_of
 from .store import RunPaths
 
 PLUGIN_NAME = "imagetime-session"
@@ -141,6 +141,14 @@ class ImagetimeSession:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
+        if self.options.shard is not None:
+            kept = shard_cases([i.case.id for i in items if isinstance(i, CaseItem)],
+                               self.options.shard)
+            others = [i for i in items if isinstance(i, CaseItem) and i.case.id not in kept]
+            if others:
+                config.hook.pytest_deselected(items=others)
+                items[:] = [i for i in items if not isinstance(i, CaseItem)
+                            or i.case.id in kept]
         if not self.options.dry_run:
             return
         ours = [i for i in items if isinstance(i, CaseItem)]
@@ -242,6 +250,7 @@ class ImagetimeSession:
             "rubric_version": RUBRIC_VERSION,
             "run_dir": str(spec.paths.run_dir),
             "cases": {"n": len(records), "sha256": digest},
+            "shard": None if self.options.shard is None else "{}/{}".format(*self.options.shard),
         }
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -20,6 +20,15 @@ def share_of(position: int, shares: int) -> int:
     return position % max(1, shares)
 
 
+def shard_cases(case_ids: list[str], shard: tuple[int, int]) -> set[str]:
+    """The case ids of shard K of N: round-robin over the sorted distinct ids, so shards are
+    balanced, disjoint, cover every case, and do not depend on collection order. Every model
+    of a case lands in the same shard."""
+    k, n = shard
+    ordered = sorted(set(case_ids))
+    return {case_id for i, case_id in enumerate(ordered) if i % n == k - 1}
+
+
 def is_case_nodeid(nodeid: str) -> bool:
     path = nodeid.split("::", 1)[0]
     return "::" in nodeid and path.endswith((".yaml", ".yml"))
