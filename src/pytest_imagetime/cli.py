@@ -68,6 +68,45 @@ def _merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _runs_in(path: Path) -> dict[str, Path]:
+    """Report files of a report.json, a run directory, or an output directory of runs."""
+    if path.is_file():
+        return {"": path}
+    if (path / "report.json").is_file():
+        return {"": path / "report.json"}
+    return {str(p.parent.relative_to(path)): p for p in sorted(path.glob("*/*/report.json"))}
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .gate import GateSpecError, compare, gate_lines, parse_thresholds
+
+    try:
+        max_drop = parse_thresholds(args.max_drop or "", "--max-drop")
+        floors = parse_thresholds(args.min or "", "--min")
+    except GateSpecError as exc:
+        print(f"imagetime compare: {exc}", file=sys.stderr)
+        return 2
+    baseline, current = _runs_in(Path(args.baseline)), _runs_in(Path(args.current))
+    if not baseline or not current:
+        empty = args.baseline if not baseline else args.current
+        print(f"imagetime compare: no report.json in {empty}", file=sys.stderr)
+        return 2
+    results = []
+    for run, path in current.items():
+        base_path = baseline.get(run) or baseline.get("")
+        if base_path is None:
+            print(f"imagetime compare: no baseline for {run}", file=sys.stderr)
+            continue
+        base = json.loads(base_path.read_text(encoding="utf-8"))
+        now = json.loads(path.read_text(encoding="utf-8"))
+        label = run or now["manifest"]["model"]["spec"]
+        results.append(compare(base, now, max_drop, floors, args.significant,
+                               args.allow_judge_change, run=label))
+    for line in gate_lines(results):
+        print(line)
+    return 1 if any(r.breached for r in results) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="imagetime", description="ImageTime benchmark tools.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -89,6 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("parts", nargs="+", help="Output directories of the shards.")
     merge.add_argument("-o", "--out", required=True, help="Output directory of the merged run.")
     merge.set_defaults(func=_merge)
+    comp = sub.add_parser("compare", help="Gate stored runs against a baseline (the same "
+                          "output and exit status as the plugin's gate).")
+    comp.add_argument("baseline", help="Baseline report.json, run directory or output directory.")
+    comp.add_argument("current", help="Current report.json, run directory or output directory.")
+    comp.add_argument("--max-drop", help="Tolerated drops, e.g. L5:0.3,overall:0.2.")
+    comp.add_argument("--min", help="Absolute floors, e.g. L3:6.0.")
+    comp.add_argument("--significant", action="store_true",
+                      help="Breach a tolerance only when the drop is significant.")
+    comp.add_argument("--allow-judge-change", action="store_true",
+                      help="Compare runs scored by different judges or rubrics.")
+    comp.set_defaults(func=_compare)
     return parser
 
 

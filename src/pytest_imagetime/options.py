@@ -41,6 +41,12 @@ class Options:
     dry_run: bool
     canaries: bool
     shard: tuple[int, int] | None  # (K, N): this process group runs share K of N
+    baseline: Path | None
+    max_drop: dict[str, float]
+    floors: dict[str, float]
+    update_baseline: bool
+    gate_significant: bool
+    allow_judge_change: bool
 
     @property
     def active(self) -> bool:
@@ -100,6 +106,19 @@ def add_options(parser: pytest.Parser) -> None:
     option("shard", "Run one deterministic, balanced share of the cases as K/N (1 <= K <= N), "
            "e.g. for a CI matrix or a Slurm array; give each shard its own --imagetime-out and "
            "join them with 'imagetime merge'.")
+    option("baseline", "Baseline to gate on: a report.json (for every run) or an output "
+           "directory holding <model>/<judge>/report.json per run.")
+    option("max-drop", "Tolerated drops below the baseline, e.g. L5:0.3,overall:0.2 (metrics: "
+           "overall, c_mean, d_mean, gate, L0-L6, C0-C9, D0-D14).")
+    option("min", "Absolute floors, e.g. L3:6.0,overall:5 (same metrics).")
+    option("update-baseline", "Write this run's reports as the new baseline.",
+           ini_type="bool", action="store_true", default=None)
+    option("gate-significant", "Breach a tolerance only when the drop is significant (95% "
+           "paired bootstrap interval over the cases entirely beyond it).", ini_type="bool",
+           action="store_true", default=None)
+    option("allow-judge-change", "Compare with a baseline scored by another judge, judge "
+           "prompt or rubric (normally refused).", ini_type="bool", action="store_true",
+           default=None)
     option("canaries", "Judge a fixed set of procedural good and broken sheets at the start "
            "and record their scores, so a change in a hosted judge shows in the report.",
            ini_type="bool", action="store_true", default=None)
@@ -236,4 +255,30 @@ def parse_options(config: pytest.Config) -> Options:
         dry_run=_flag(config, "dry-run"),
         canaries=_flag(config, "canaries"),
         shard=parse_shard(_raw(config, "shard")),
+        baseline=_path(config, "baseline"),
+        max_drop=_thresholds(config, "max-drop"),
+        floors=_thresholds(config, "min"),
+        update_baseline=_flag(config, "update-baseline"),
+        gate_significant=_flag(config, "gate-significant"),
+        allow_judge_change=_flag(config, "allow-judge-change"),
     )
+
+
+def _path(config: pytest.Config, name: str) -> Path | None:
+    raw = _raw(config, name)
+    if raw is None:
+        return None
+    path = Path(str(raw)).expanduser()
+    return path if path.is_absolute() else config.invocation_params.dir / path
+
+
+def _thresholds(config: pytest.Config, name: str) -> dict[str, float]:
+    from .gate import GateSpecError, parse_thresholds
+
+    raw = _raw(config, name)
+    if raw is None:
+        return {}
+    try:
+        return parse_thresholds(str(raw), f"--imagetime-{name}")
+    except GateSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
