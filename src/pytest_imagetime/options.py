@@ -47,6 +47,7 @@ class Options:
     update_baseline: bool
     gate_significant: bool
     allow_judge_change: bool
+    progress_every_s: float
 
     @property
     def active(self) -> bool:
@@ -119,6 +120,8 @@ def add_options(parser: pytest.Parser) -> None:
     option("allow-judge-change", "Compare with a baseline scored by another judge, judge "
            "prompt or rubric (normally refused).", ini_type="bool", action="store_true",
            default=None)
+    option("progress", "Seconds between progress lines (done/total, errors, running Overall, "
+           "spend, ETA); 0 turns them off (default: 30).")
     option("canaries", "Judge a fixed set of procedural good and broken sheets at the start "
            "and record their scores, so a change in a hosted judge shows in the report.",
            ini_type="bool", action="store_true", default=None)
@@ -261,6 +264,8 @@ def parse_options(config: pytest.Config) -> Options:
         update_baseline=_flag(config, "update-baseline"),
         gate_significant=_flag(config, "gate-significant"),
         allow_judge_change=_flag(config, "allow-judge-change"),
+        progress_every_s=_number(config, "progress", float, 30.0, 0, 86400,
+                                 "give seconds between progress lines, 0 for none"),
     )
 
 

@@ -26,6 +26,7 @@ from .judges.base import Judge
 from .models.base import ImageModel
 from .options import Options, add_options, parse_options
 from .pipeline import CostBudget, Job, Pipeline
+from .progress import Progress
 from .record import ItemRecord
 from .registry import JUDGES, MODELS, UnknownBackend
 from .report.json_report import build_report, write_report
@@ -33,7 +34,7 @@ from .report.junit import write_junit
 from .report.summary import summary_lines
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
 from .runner import ItemError, ItemOutcome, RunSpec, now
-from .scheduling import shard_cases, share_of
+from .scheduling import is_case_nodeid, shard_cases, share_of
 from .store import RunPaths, read_json
 
 PLUGIN_NAME = "imagetime-session"
@@ -126,6 +127,7 @@ class ImagetimeSession:
         self.canaries: list[dict[str, Any]] | None = None
         self.gate_results: list[GateResult] = []
         self.baselines = self._load_baselines()
+        self.progress = Progress(options.progress_every_s, self._write_line)
         self._outcomes: dict[str, tuple[str, str]] = {}
         self.records: dict[str, list[ItemRecord]] = {}
         self.messages: dict[str, str] = {}
@@ -207,8 +209,23 @@ class ImagetimeSession:
         else:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
+        self.progress.item(record.overall, record.status == "error",
+                           record.cost_usd if record.judged else 0.0)
         if text:
             self.messages[record.key] = text
+
+    def _write_line(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(line)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.progress.expect(sum(isinstance(i, CaseItem) for i in session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.progress.expect(sum(is_case_nodeid(i) for i in ids))
 
     def _baseline_path(self, spec: RunSpec) -> Path | None:
         base = self.options.baseline
