@@ -68,6 +68,8 @@ def test_case_file_run_writes_reports(pytester: pytest.Pytester) -> None:
     report = reports["procedural/pixel"]
     assert report["aggregate"]["n"] == 2
     assert report["manifest"]["judge"]["config"]["judge"] == "pixel"
+    low, high = report["confidence"]["overall"]
+    assert low <= report["aggregate"]["overall"] <= high
     item = report["items"][0]
     assert item["status"] == "passed" and item["generated"] and item["judged"]
     assert Path(item["image"]).is_file() and Path(item["judgment"]).is_file()

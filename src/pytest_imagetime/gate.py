@@ -222,3 +222,24 @@ def gate_json(result: GateResult) -> dict[str, Any]:
         "newly_failing": list(result.flipped),
         "newly_passing": list(result.newly_passing),
     }
+
+
+def confidence_intervals(items: Sequence[Mapping[str, Any]], level: float = 0.95
+                         ) -> dict[str, list[float] | None]:
+    """Bootstrap intervals of the run's Overall and of each tree level over its judged items
+    (resampling cases), so a reader sees how much a mean could move with other cases."""
+    import numpy as np
+
+    out: dict[str, list[float] | None] = {}
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    tail = (1 - level) / 2
+    for metric in ("overall", "gate", *LEVEL_KEYS):
+        values = np.array([v for v in (item_metric(i, metric) for i in items) if v is not None])
+        if len(values) < 2:
+            out[metric] = None
+            continue
+        draws = rng.integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))
+        means = values[draws].mean(axis=1)
+        out[metric] = [round(float(np.quantile(means, tail)), 4),
+                       round(float(np.quantile(means, 1 - tail)), 4)]
+    return out

@@ -54,7 +54,19 @@ def library_versions() -> dict[str, str]:
 
 def environment() -> dict[str, Any]:
     return {"python": sys.version.split()[0], "platform": platform.platform(),
-            "libraries": library_versions()}
+            "libraries": library_versions(), "gpu": gpu_description()}
+
+
+def gpu_description() -> str | None:
+    """The GPU a torch-based backend ran on, without importing torch for runs that do not."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    try:
+        if cuda is not None and cuda.is_available():
+            return ", ".join(cuda.get_device_name(i) for i in range(cuda.device_count()))
+    except Exception:  # a broken driver must not break the report
+        return None
+    return None
 
 
 def item_json(record: ItemRecord) -> dict[str, Any]:
@@ -73,7 +85,10 @@ def to_scored(record: ItemRecord) -> Scored:
 
 def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
                  created: str) -> dict[str, Any]:
+    from ..gate import confidence_intervals
+
     ordered = sorted(records, key=lambda r: r.key)
+    items = [item_json(r) for r in ordered]
     return {
         "format": REPORT_FORMAT,
         "created": created,
@@ -85,7 +100,8 @@ def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
         "spent_usd": math.fsum(r.cost_usd for r in ordered if r.judged),
         "errors": [{"key": r.key, "case_id": r.case_id, "reason": r.error or ""}
                    for r in ordered if r.status == "error"],
-        "items": [item_json(r) for r in ordered],
+        "confidence": confidence_intervals(items),
+        "items": items,
     }
 
 
