@@ -107,6 +107,43 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if any(r.breached for r in results) else 0
 
 
+def _run_dirs(paths: Sequence[str]) -> list[Path]:
+    """Run directories from run directories, report files or output directories."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            found.append(path.parent)
+        elif (path / "report.json").is_file():
+            found.append(path)
+        else:
+            found.extend(p.parent for p in sorted(path.glob("*/*/report.json")))
+    return found
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report.figures import has_judge_cost, write_figures
+    from .report.html import write_html
+
+    runs = _run_dirs(args.runs)
+    if not runs:
+        print(f"imagetime report: no report.json under {', '.join(args.runs)}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    index = write_html(runs, out)
+    print(f"html: {index}")
+    reports = [json.loads((run / "report.json").read_text(encoding="utf-8")) for run in runs]
+    try:
+        figures = write_figures(reports, out / "figures")
+    except ImportError as exc:
+        print(f"imagetime report: no figures: {exc}", file=sys.stderr)
+        return 0
+    print(f"figures: {len(figures)} files in {out / 'figures'}")
+    if not has_judge_cost(reports):
+        print("figures: no judge cost in these runs, so no cost-vs-Overall figure")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="imagetime", description="ImageTime benchmark tools.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -128,6 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("parts", nargs="+", help="Output directories of the shards.")
     merge.add_argument("-o", "--out", required=True, help="Output directory of the merged run.")
     merge.set_defaults(func=_merge)
+    report = sub.add_parser("report", help="HTML report (leaderboard and case pages) and the "
+                            "benchmark's figures from stored runs.")
+    report.add_argument("runs", nargs="+", help="Run directories, report.json files or output "
+                        "directories.")
+    report.add_argument("-o", "--out", default="imagetime-report",
+                        help="Folder to write (default: imagetime-report).")
+    report.set_defaults(func=_report)
     comp = sub.add_parser("compare", help="Gate stored runs against a baseline (the same "
                           "output and exit status as the plugin's gate).")
     comp.add_argument("baseline", help="Baseline report.json, run directory or output directory.")

@@ -400,7 +400,11 @@ class CaseItem(pytest.Item):
         marks += [f"imagetime_{level}" for level in self.case.levels]
         marks += [f"imagetime_{flag}" for flag in ("constraint", "quantity", "occlusion")
                   if getattr(self.case.applicable, flag)]
+        known = {line.split(":", 1)[0] for line in self.config.getini("markers")}
         for mark in marks:
+            if mark not in known:  # a team's own domain: register it, --strict-markers holds
+                self.config.addinivalue_line("markers", f"{mark}: ImageTime items of domain "
+                                                        f"{self.case.domain}")
             self.add_marker(mark)
 
     def base_record(self) -> ItemRecord:

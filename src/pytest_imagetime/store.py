@@ -47,6 +47,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide reports from a web server or a team
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

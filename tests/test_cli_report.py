@@ -1,0 +1,29 @@
+"""`imagetime report`: the HTML folder and the figures from stored runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_imagetime.cli import main
+from tests.builders import case_dict, write_case_file
+
+
+def test_report_writes_html_and_figures(pytester: pytest.Pytester,
+                                        monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--imagetime-judge=pixel")
+    write_case_file(pytester.path / "k.yaml", [case_dict(), case_dict("kitchen-pour-water-2",
+                                                                      variant=2)])
+    pytester.runpytest("k.yaml", "--imagetime-model=procedural",
+                       "--imagetime-model=procedural:copied", "--imagetime-size=128")
+    assert main(["report", "reports", "-o", "site"]) == 0
+    out = capsys.readouterr().out
+    assert "html: " in out and "figures: 12 files" in out
+    assert "no judge cost in these runs" in out
+    index = (pytester.path / "site" / "index.html").read_text()
+    assert "procedural:copied" in index
+    assert sorted(p.suffix for p in Path(pytester.path / "site" / "figures").iterdir()) == \
+        [".png"] * 6 + [".svg"] * 6
+    assert main(["report", "nowhere", "-o", "site"]) == 2
