@@ -55,7 +55,8 @@ def estimate(spec: RunSpec, cases: Iterable[Case]) -> Estimate:
     system = len(system_prompt()) // CHARS_PER_TOKEN
     tokens_in = sum(system + len(case_text(c, spec.setting)) // CHARS_PER_TOKEN
                     + image_tokens(spec.size) for c in pending)
-    tokens_out = OUTPUT_TOKENS_PER_JUDGMENT * len(pending)
+    tokens_in *= spec.repeats
+    tokens_out = OUTPUT_TOKENS_PER_JUDGMENT * len(pending) * spec.repeats
     price = getattr(spec.judge, "price", None)
     judged_by_model = "judge_model" in spec.judge.config() and spec.judge.name == "vlm"
     cost = cost_usd(price, tokens_in, tokens_out) if price else (0.0 if not judged_by_model

@@ -48,6 +48,7 @@ class Options:
     gate_significant: bool
     allow_judge_change: bool
     progress_every_s: float
+    judge_repeats: int
 
     @property
     def active(self) -> bool:
@@ -120,6 +121,8 @@ def add_options(parser: pytest.Parser) -> None:
     option("allow-judge-change", "Compare with a baseline scored by another judge, judge "
            "prompt or rubric (normally refused).", ini_type="bool", action="store_true",
            default=None)
+    option("judge-repeats", "Judge every sheet K times and combine them (lower median per "
+           "dimension, majority per predicate) to damp judge noise (default: 1).")
     option("progress", "Seconds between progress lines (done/total, errors, running Overall, "
            "spend, ETA); 0 turns them off (default: 30).")
     option("canaries", "Judge a fixed set of procedural good and broken sheets at the start "
@@ -266,6 +269,8 @@ def parse_options(config: pytest.Config) -> Options:
         allow_judge_change=_flag(config, "allow-judge-change"),
         progress_every_s=_number(config, "progress", float, 30.0, 0, 86400,
                                  "give seconds between progress lines, 0 for none"),
+        judge_repeats=_number(config, "judge-repeats", int, 1, 1, 100,
+                              "give an integer from 1 to 100"),
     )
 
 

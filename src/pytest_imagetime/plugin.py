@@ -113,7 +113,7 @@ class ImagetimeSession:
             self.runs[spec] = RunSpec(model=model, judge=judge, paths=paths,
                                       setting=options.setting, size=options.size,
                                       run_seed=options.seed, regenerate=options.regenerate,
-                                      rejudge=options.rejudge)
+                                      rejudge=options.rejudge, repeats=options.judge_repeats)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
         budget = None if options.max_cost is None else options.max_cost / workers
         if budget is not None and getattr(judge, "price", True) is None:
@@ -326,6 +326,7 @@ class ImagetimeSession:
             "judge": {"name": spec.judge.name, "config": dict(spec.judge.config())},
             "setting": spec.setting, "size": spec.size, "seed": spec.run_seed,
             "pass_threshold": self.options.pass_threshold,
+            "judge_repeats": spec.repeats,
             "rubric_version": RUBRIC_VERSION,
             "run_dir": str(spec.paths.run_dir),
             "cases": {"n": len(records), "sha256": digest},

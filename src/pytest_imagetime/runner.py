@@ -24,6 +24,7 @@ from .judges.base import Judge, SheetToJudge
 from .judgment import JudgeError, Judgment, validate_judgment
 from .models.base import GenerationRequest, ImageModel, ModelError
 from .record import ItemRecord
+from .repeats import combine
 from .rubric import RUBRIC_VERSION, Setting
 from .scoring import ItemScores, score_item
 from .sheet import metrics as pixel_metrics
@@ -56,6 +57,7 @@ class RunSpec:
     run_seed: int
     regenerate: bool = False
     rejudge: bool = False
+    repeats: int = 1  # judgments per sheet, combined conservatively (repeats.py)
 
 
 @dataclass(frozen=True)
@@ -147,9 +149,19 @@ def obtain_sheet(spec: RunSpec, case: Case) -> tuple[Image.Image, str, dict[str,
 
 def obtain_judgment(spec: RunSpec, case: Case, image: Image.Image,
                     image_sha256: str) -> tuple[Judgment, bool]:
+    """The sheet's judgment; with repeats, each repeat stored on its own, then combined."""
+    results = [_one_judgment(spec, case, image, image_sha256, r) for r in range(spec.repeats)]
+    return combine([j for j, _ in results]), any(new for _, new in results)
+
+
+def _one_judgment(spec: RunSpec, case: Case, image: Image.Image, image_sha256: str,
+                  repeat: int) -> tuple[Judgment, bool]:
     key = judgment_key(spec, case, image_sha256)
+    stored_as = case.id if repeat == 0 else f"{case.id}@r{repeat + 1}"
+    if repeat:
+        key = input_key({"judgment": key, "repeat": repeat})
     if not spec.rejudge:
-        stored = load_stored_judgment(spec.paths, case.id, key)
+        stored = load_stored_judgment(spec.paths, stored_as, key)
         if stored is not None:
             try:
                 return Judgment.from_json(stored["judgment"]), False
@@ -162,7 +174,7 @@ def obtain_judgment(spec: RunSpec, case: Case, image: Image.Image,
         validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
     except Exception as exc:
         raise ItemError(f"judge {spec.judge.name} failed on {case.id}: {_describe(exc)}") from exc
-    store_judgment(spec.paths, case.id, {
+    store_judgment(spec.paths, stored_as, {
         "format": JUDGMENT_RECORD_FORMAT, "input_key": key, "case_id": case.id,
         "judge_config": dict(spec.judge.config()), "image_sha256": image_sha256,
         "case_spec_sha256": case.spec_hash, "setting": spec.setting,
