@@ -27,3 +27,21 @@ def test_report_writes_html_and_figures(pytester: pytest.Pytester,
     assert sorted(p.suffix for p in Path(pytester.path / "site" / "figures").iterdir()) == \
         [".png"] * 6 + [".svg"] * 6
     assert main(["report", "nowhere", "-o", "site"]) == 2
+
+
+def test_run_writes_html_and_junit_links_to_case_pages(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import xml.etree.ElementTree as ET
+
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--imagetime-judge=pixel")
+    write_case_file(pytester.path / "k.yaml", [case_dict()])
+    result = pytester.runpytest("k.yaml", "--imagetime-model=procedural:copied",
+                                "--imagetime-size=128", "--imagetime-html=site")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["html: *site/index.html"])
+    junit = ET.parse(pytester.path / "reports" / "junit.xml").getroot()
+    (failure,) = junit.iter("failure")
+    link = (failure.text or "").splitlines()[-1]
+    assert link.startswith("case page: ") and link.endswith("#case-kitchen-pour-water-1")
+    page = Path(link.removeprefix("case page: ").split("#")[0])
+    assert page.is_file() and 'id="case-kitchen-pour-water-1"' in page.read_text()

@@ -49,6 +49,7 @@ class Options:
     allow_judge_change: bool
     progress_every_s: float
     judge_repeats: int
+    html: Path | None
 
     @property
     def active(self) -> bool:
@@ -123,6 +124,8 @@ def add_options(parser: pytest.Parser) -> None:
            default=None)
     option("judge-repeats", "Judge every sheet K times and combine them (lower median per "
            "dimension, majority per predicate) to damp judge noise (default: 1).")
+    option("html", "Also write the HTML report (leaderboard and case pages) into this folder; "
+           "JUnit failures then link to their case page.")
     option("progress", "Seconds between progress lines (done/total, errors, running Overall, "
            "spend, ETA); 0 turns them off (default: 30).")
     option("canaries", "Judge a fixed set of procedural good and broken sheets at the start "
@@ -271,6 +274,7 @@ def parse_options(config: pytest.Config) -> Options:
                                  "give seconds between progress lines, 0 for none"),
         judge_repeats=_number(config, "judge-repeats", int, 1, 1, 100,
                               "give an integer from 1 to 100"),
+        html=_path(config, "html"),
     )
 
 

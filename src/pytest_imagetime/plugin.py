@@ -314,9 +314,24 @@ class ImagetimeSession:
                 target = self._baseline_path(spec)
                 assert target is not None
                 write_report(target, report)
+        if self.options.html is not None and self.reports:
+            self._write_html(self.options.html)
         all_records = [r for rs in self.records.values() for r in rs]
         if self.options.junit is not None and all_records:
             write_junit(self.options.junit, all_records, self.messages)
+
+    def _write_html(self, folder: Path) -> None:
+        """The HTML report of this session's runs; failures and errors link to their card."""
+        from .report.html import case_url, run_pages, write_html
+
+        run_dirs = [path.parent for path, _ in self.reports]
+        write_html(run_dirs, folder)
+        for run_dir, page in zip(run_dirs, run_pages(run_dirs), strict=True):
+            for record in self.records.get(str(run_dir), []):
+                if record.status != "passed":
+                    link = f"case page: {(folder / case_url(page, record.case_id))}"
+                    text = self.messages.get(record.key, record.error or "")
+                    self.messages[record.key] = f"{text}\n{link}" if text else link
 
     def _manifest(self, spec: RunSpec, records: list[ItemRecord]) -> dict[str, Any]:
         case_hashes = sorted(r.case_sha256 for r in records)
@@ -344,6 +359,8 @@ class ImagetimeSession:
             tr.write_line(f"report: {path}")
         if self.options.junit is not None:
             tr.write_line(f"junit: {self.options.junit}")
+        if self.options.html is not None:
+            tr.write_line(f"html: {self.options.html / 'index.html'}")
         if self.gate_results:
             tr.write_sep("=", "ImageTime gate")
             for line in gate_lines(self.gate_results):
