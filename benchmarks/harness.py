@@ -1,0 +1,272 @@
+"""What the pytest harness costs over plain pytest, on this machine.
+
+Times whole pytest subprocesses (median of ``--repeat`` runs, min-max spread) and prints,
+beside each figure, its target and PASS or MISS:
+
+1. collection of the case set against plain pytest collecting as many parametrized tests;
+2. a full run (procedural model, pixel judge, 256 px sheets) against as many plain tests
+   that each write one 256x256 PNG;
+3. resuming the finished run against its collection (the report must show nothing
+   generated or judged);
+4. peak RSS of the full run against a run of a tenth of the cases;
+5. the full run with ``-n 2`` against without.
+
+    python benchmarks/harness.py [--repeat 3] [--quick]
+
+``--quick`` uses the 82 cases of constraints.yaml and kitchen.yaml instead of all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+import yaml
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+QUICK_FILES = ("constraints.yaml", "kitchen.yaml")
+GNU_TIME = Path("/usr/bin/time")
+IMAGETIME = ("--imagetime-model=procedural", "--imagetime-judge=pixel")
+RUN = (*IMAGETIME, "--imagetime-size=256")
+REPORT = Path("reports/procedural/pixel/report.json")
+
+PLAIN_COLLECT = """\
+import pytest
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_item(i):
+    pass
+"""
+
+# Plain pytest doing the one piece of real work every benchmark item does: write a sheet.
+PLAIN_RUN = """\
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+OUT = Path(__file__).parent / "png"
+OUT.mkdir(exist_ok=True)
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_item(i):
+    Image.new("RGB", (256, 256), (i % 256, 64, 128)).save(OUT / f"{{i}}.png")
+"""
+
+
+@dataclass
+class Sample:
+    seconds: float
+    rss_kib: int
+    output: str
+
+
+@dataclass
+class Series:
+    """Repeated measurements of one command."""
+
+    seconds: list[float] = field(default_factory=list)
+    rss_kib: list[int] = field(default_factory=list)
+
+    def add(self, sample: Sample) -> None:
+        self.seconds.append(sample.seconds)
+        self.rss_kib.append(sample.rss_kib)
+
+    def time(self) -> float:
+        return statistics.median(self.seconds)
+
+    def rss(self) -> float:
+        return statistics.median(self.rss_kib)
+
+    def time_text(self) -> str:
+        return f"{self.time():7.2f} s [{min(self.seconds):.2f}-{max(self.seconds):.2f}]"
+
+    def rss_text(self) -> str:
+        lo, hi = min(self.rss_kib) / 1024, max(self.rss_kib) / 1024
+        return f"{self.rss() / 1024:7.1f} MiB [{lo:.1f}-{hi:.1f}]"
+
+
+def clean_env() -> dict[str, str]:
+    # Bytecode caching is part of what a user's repeated runs get.
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def pytest_run(args: Sequence[str], cwd: Path) -> Sample:
+    """One pytest subprocess: wall time of the whole process and its peak RSS."""
+    rss_file = cwd / ".rss"
+    cmd = [str(GNU_TIME), "-f", "%M", "-o", str(rss_file),
+           sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True,
+                          check=False)
+    seconds = time.perf_counter() - start
+    # 1: some items failed their thresholds; that is a score, not a broken run.
+    if proc.returncode not in (0, 1):
+        sys.exit(f"pytest {' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}"
+                 f"\n{proc.stderr[-3000:]}")
+    rss_kib = int(rss_file.read_text().split()[-1])
+    rss_file.unlink()
+    return Sample(seconds, rss_kib, proc.stdout)
+
+
+def collected(output: str) -> int:
+    found = re.search(r"(\d+) tests? collected", output)
+    if found is None:
+        sys.exit(f"no item count in the collection output:\n{output[-2000:]}")
+    return int(found.group(1))
+
+
+def copy_cases(files: Sequence[Path], dest: Path, limit: int | None = None) -> None:
+    """Copy case files into dest, keeping only the first `limit` cases over all of them."""
+    dest.mkdir(parents=True)
+    left = limit
+    for src in files:
+        if left is None:
+            shutil.copy(src, dest / src.name)
+            continue
+        if left <= 0:
+            break
+        doc = yaml.safe_load(src.read_text())
+        doc["cases"] = doc["cases"][:left]
+        left -= len(doc["cases"])
+        (dest / src.name).write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def report_counts(cwd: Path) -> tuple[int, int]:
+    items = json.loads((cwd / REPORT).read_text())["items"]
+    return sum(bool(i["generated"]) for i in items), sum(bool(i["judged"]) for i in items)
+
+
+@dataclass
+class Bench:
+    """Temporary directories and case selection shared by every repetition."""
+
+    root: Path
+    quick: bool
+    case_args: list[str] = field(default_factory=list)
+    subset_args: list[str] = field(default_factory=list)
+    items: int = 0
+
+    def prepare(self) -> None:
+        files = [CASES / n for n in QUICK_FILES] if self.quick else sorted(CASES.glob("*.yaml"))
+        if self.quick:
+            copy_cases(files, self.root / "cases")
+            self.case_args = [str(self.root / "cases")]
+        # Without a path the plugin collects the packaged cases, as a user's run does.
+        self.items = collected(pytest_run(["--collect-only", *IMAGETIME, *self.case_args],
+                                          self.fresh("count")).output)
+        copy_cases(files, self.root / "subset", limit=self.items // 10)
+        self.subset_args = [str(self.root / "subset")]
+        for name, template in (("plain_collect", PLAIN_COLLECT), ("plain_run", PLAIN_RUN)):
+            (self.fresh(name) / "test_plain.py").write_text(template.format(n=self.items))
+
+    def fresh(self, name: str) -> Path:
+        path = self.root / name
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir()
+        return path
+
+    def plain(self, name: str, *args: str) -> Sample:
+        shutil.rmtree(self.root / name / "png", ignore_errors=True)
+        return pytest_run([*args, "test_plain.py"], self.root / name)
+
+
+@dataclass
+class Results:
+    collect: Series = field(default_factory=Series)
+    plain_collect: Series = field(default_factory=Series)
+    full: Series = field(default_factory=Series)
+    plain_run: Series = field(default_factory=Series)
+    resume: Series = field(default_factory=Series)
+    subset: Series = field(default_factory=Series)
+    xdist: Series = field(default_factory=Series)
+    resumed_counts: list[tuple[int, int]] = field(default_factory=list)
+
+
+def repetition(bench: Bench, res: Results) -> None:
+    """One of each measurement, interleaved so drift in the machine hits all alike."""
+    cases = bench.case_args
+    res.collect.add(pytest_run(["--collect-only", *IMAGETIME, *cases], bench.fresh("collect")))
+    res.plain_collect.add(bench.plain("plain_collect", "--collect-only"))
+    run_dir = bench.fresh("run")
+    res.full.add(pytest_run([*RUN, *cases], run_dir))
+    res.plain_run.add(bench.plain("plain_run"))
+    res.resume.add(pytest_run([*RUN, *cases], run_dir))
+    res.resumed_counts.append(report_counts(run_dir))
+    res.subset.add(pytest_run([*RUN, *bench.subset_args], bench.fresh("subset_run")))
+    res.xdist.add(pytest_run(["-n", "2", *RUN, *cases], bench.fresh("xdist")))
+
+
+def verdict(ratio: float, target: float, at_most: bool) -> str:
+    ok = ratio <= target if at_most else ratio >= target
+    return "PASS" if ok else "MISS"
+
+
+def row(label: str, ours: str, base: str, ratio: float, target: float, at_most: bool) -> str:
+    sign = "<=" if at_most else ">="
+    return (f"{label:<22} {ours:<32} {base:<32} {ratio:6.2f}x  {sign} {target:<4}"
+            f" {verdict(ratio, target, at_most)}")
+
+
+def print_table(bench: Bench, res: Results, repeat: int) -> None:
+    subset = bench.items // 10
+    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"pytest {version('pytest')}, numpy {version('numpy')}, "
+          f"pillow {version('pillow')}, pytest-xdist {version('pytest-xdist')}")
+    print(f"cases: {bench.items} ({'quick' if bench.quick else 'all'}), "
+          f"median of {repeat} [min-max]\n")
+    print(f"{'figure':<22} {'imagetime':<32} {'baseline':<32} {'ratio':>7}  target")
+    print(row("1 collection", res.collect.time_text(), res.plain_collect.time_text(),
+              res.collect.time() / res.plain_collect.time(), 1.5, True))
+    print(row("2 full run vs plain", res.full.time_text(), res.plain_run.time_text(),
+              res.full.time() / res.plain_run.time(), 2.0, True))
+    print(row("3 resume vs collect", res.resume.time_text(), res.collect.time_text(),
+              res.resume.time() / res.collect.time(), 1.5, True))
+    print(row(f"4 RSS {bench.items} vs {subset}", res.full.rss_text(), res.subset.rss_text(),
+              res.full.rss() / res.subset.rss(), 1.2, True))
+    print(row("5 -n 2 speed-up", res.xdist.time_text(), res.full.time_text(),
+              res.full.time() / res.xdist.time(), 1.6, False))
+    generated = max(g for g, _ in res.resumed_counts)
+    judged = max(j for _, j in res.resumed_counts)
+    ok = "PASS" if generated == judged == 0 else "MISS"
+    print(f"\nresume report: {generated} generated, {judged} judged (expected 0, 0) {ok}")
+    print("baselines: 1 plain parametrized collection, 2 plain tests writing a 256 px PNG, "
+          "3 the collection, 4 the subset run, 5 the full run without -n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="pytest-imagetime harness overhead")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--quick", action="store_true",
+                        help="82 cases (constraints.yaml, kitchen.yaml) instead of all")
+    args = parser.parse_args()
+    if not GNU_TIME.exists():
+        sys.exit(f"peak RSS needs GNU time at {GNU_TIME}")
+    with tempfile.TemporaryDirectory(prefix="imagetime-harness-") as tmp:
+        bench = Bench(Path(tmp), args.quick)
+        bench.prepare()
+        res = Results()
+        for _ in range(args.repeat):
+            repetition(bench, res)
+        print_table(bench, res, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
