@@ -131,9 +131,26 @@ def case_schema() -> dict[str, Any]:
     return schema
 
 
+def _inline_refs(node: Any, root: dict[str, Any]) -> Any:
+    """The schema with its local $refs replaced by what they point to: resolving references
+    is most of the validation cost, and the case schema has no recursive ones."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target[part]
+            rest = {k: _inline_refs(v, root) for k, v in node.items() if k != "$ref"}
+            return {**_inline_refs(target, root), **rest}
+        return {k: _inline_refs(v, root) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline_refs(v, root) for v in node]
+    return node
+
+
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(case_schema())
+    return jsonschema.Draft202012Validator(_inline_refs(case_schema(), case_schema()))
 
 
 def looks_like_case_file(path: Path) -> bool:
