@@ -15,7 +15,7 @@ from .cases import Case
 from .judges.prices import cost_usd
 from .judges.prompt import case_text, system_prompt
 from .runner import RunSpec, generation_request, image_key, judgment_key
-from .store import load_stored_image, load_stored_judgment
+from .store import load_stored_image, load_stored_judgment, with_setting
 
 # The answer's size: a panel parse, 25 scores, verdicts with evidence, a rationale.
 OUTPUT_TOKENS_PER_JUDGMENT = 1500
@@ -61,8 +61,8 @@ def estimate(spec: RunSpec, cases: Iterable[Case]) -> Estimate:
     judged_by_model = "judge_model" in spec.judge.config() and spec.judge.name == "vlm"
     cost = cost_usd(price, tokens_in, tokens_out) if price else (0.0 if not judged_by_model
                                                                  else None)
-    suffix = "" if spec.setting == "prompt-only" else f"@{spec.setting}"
-    return Estimate(f"{spec.model.name}{suffix} | {spec.judge.name}", len(listed), len(pending),
+    return Estimate(f"{with_setting(spec.model.name, spec.setting)} | {spec.judge.name}",
+                    len(listed), len(pending),
                     tokens_in, tokens_out, cost)
 
 

@@ -35,7 +35,7 @@ from .report.summary import summary_lines
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
 from .runner import ItemError, ItemOutcome, RunSpec, now
 from .scheduling import is_case_nodeid, shard_cases, share_of
-from .store import RunPaths, read_json
+from .store import RunPaths, read_json, with_setting
 
 PLUGIN_NAME = "imagetime-session"
 session_key = pytest.StashKey["ImagetimeSession"]()
@@ -370,8 +370,7 @@ class ImagetimeSession:
 
 
 def _run_label(spec: RunSpec) -> str:
-    suffix = "" if spec.setting == "prompt-only" else f"@{spec.setting}"
-    return f"{spec.model.name}{suffix} | {spec.judge.name}"
+    return f"{with_setting(spec.model.name, spec.setting)} | {spec.judge.name}"
 
 
 def _last_line(text: str) -> str:
@@ -387,9 +386,8 @@ class CaseFile(pytest.File):
         cases = load_case_file(self.path, display=self.nodeid or self.path.name)
         for case in cases:
             for spec, run in session.runs.items():
-                suffix = "" if run.setting == "prompt-only" else f"@{run.setting}"
-                yield CaseItem.from_parent(self, name=f"{case.id}[{spec}{suffix}]", case=case,
-                                           run=run)
+                name = f"{case.id}[{with_setting(spec, run.setting)}]"
+                yield CaseItem.from_parent(self, name=name, case=case, run=run)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
                      style: Any = None) -> str | TerminalRepr:
@@ -427,9 +425,8 @@ class CaseItem(pytest.Item):
 
     def base_record(self) -> ItemRecord:
         case, run = self.case, self.run
-        suffix = "" if run.setting == "prompt-only" else f"@{run.setting}"
         return ItemRecord(
-            key=f"{case.id}[{run.model.name}{suffix}]", case_id=case.id,
+            key=f"{case.id}[{with_setting(run.model.name, run.setting)}]", case_id=case.id,
             case_file=Path(case.source).name, domain=case.domain, subcategory=case.subcategory,
             concept=case.concept, difficulty=case.difficulty, variant=case.variant,
             probed_levels=case.levels, constraint=case.applicable.constraint,

@@ -66,6 +66,11 @@ def read_json(path: Path) -> JSON | None:
         return None
 
 
+def with_setting(name: str, setting: str) -> str:
+    """A model spec or directory as runs name it: ``@scaffold`` added outside prompt-only."""
+    return name if setting == "prompt-only" else f"{name}@{setting}"
+
+
 def dir_slug(text: str) -> str:
     """A directory name for a model or judge spec: 'files:/data/x' -> 'files-data-x'."""
     slug = re.sub(r"[^A-Za-z0-9._@-]+", "-", text).strip("-.")
@@ -83,8 +88,7 @@ class RunPaths:
 
     @property
     def model_dir(self) -> Path:
-        suffix = "" if self.setting == "prompt-only" else f"@{self.setting}"
-        return self.out / f"{dir_slug(self.model)}{suffix}"
+        return self.out / with_setting(dir_slug(self.model), self.setting)
 
     @property
     def run_dir(self) -> Path:

@@ -11,12 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..record import ItemRecord
-from ..store import atomic_write_bytes
+from ..store import atomic_write_bytes, with_setting
 
 
 def _suite_name(record: ItemRecord) -> str:
-    suffix = "" if record.setting == "prompt-only" else f"@{record.setting}"
-    return f"imagetime[{record.model}{suffix}|{record.judge}]"
+    return f"imagetime[{with_setting(record.model, record.setting)}|{record.judge}]"
 
 
 def build_junit(records: Sequence[ItemRecord], messages: Mapping[str, str]) -> ET.Element:

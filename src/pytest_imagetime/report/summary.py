@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..rubric import LEVEL_KEYS
+from ..store import with_setting
 
 
 def _num(value: float | None, width: int = 5) -> str:
@@ -44,4 +45,4 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
 def _run_name(report: Mapping[str, Any]) -> str:
     manifest = report["manifest"]
     setting = manifest["setting"]
-    return str(manifest["model"]["spec"]) + ("" if setting == "prompt-only" else f"@{setting}")
+    return with_setting(str(manifest["model"]["spec"]), setting)
