@@ -132,7 +132,9 @@ def test_killed_run_resumes_judging_only_what_is_missing(pytester: pytest.Pytest
     proc.wait()
     stored = len(list(judgments.glob("*.json")))
     assert 30 <= stored < 82
-    assert not list(judgments.glob(".*.tmp"))
+    # A kill may leave a temporary file behind, never a half-written record.
+    for record in judgments.glob("*.json"):
+        json.loads(record.read_text())
     judge_env.state.latency_s = 0.0
     before = len(judge_env.state.requests)
     pytester.runpytest(*_args()).assert_outcomes(passed=82)
