@@ -8,6 +8,7 @@ judge that changes under the same model name shows up as canaries that moved.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 from .caps import apply_caps
@@ -24,6 +25,7 @@ CANARY_DOMAINS = ("Kitchen", "Constraints")
 CANARY_VARIANTS = ("good", "copied", "shuffled")
 CANARY_SIZE = 512
 CANARY_SEED = 20260606
+NOT_STORED = Path("canary.png")  # canaries are judged from memory, never from the store
 
 
 def canary_cases() -> list[Case]:
@@ -47,7 +49,7 @@ def run_canaries(judge: Judge, setting: Setting) -> list[dict[str, Any]]:
             entry: dict[str, Any] = {"case_id": case.id, "variant": variant,
                                      "image_sha256": digest}
             try:
-                judgment = judge.judge(sheet=SheetToJudge(case, setting, image, path=_nowhere(),
+                judgment = judge.judge(sheet=SheetToJudge(case, setting, image, path=NOT_STORED,
                                                           image_sha256=digest))
                 validate_judgment(judgment, case, setting, judge.scored_dims)
             except Exception as exc:  # a canary that fails is reported, not fatal
@@ -62,9 +64,3 @@ def run_canaries(judge: Judge, setting: Setting) -> list[dict[str, Any]]:
                          cost_usd=judgment.cost_usd, date=judgment.date)
             results.append(entry)
     return results
-
-
-def _nowhere() -> Any:
-    from pathlib import Path
-
-    return Path("canary.png")

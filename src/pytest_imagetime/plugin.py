@@ -7,7 +7,6 @@ usual. Workers under xdist run items; only the controller writes reports.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from .pipeline import CostBudget, Job, Pipeline
 from .progress import Progress
 from .record import ItemRecord
 from .registry import JUDGES, MODELS, UnknownBackend
-from .report.json_report import build_report, write_report
+from .report.json_report import build_report, case_set, write_report
 from .report.junit import write_junit
 from .report.summary import summary_lines
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
@@ -125,6 +124,8 @@ class ImagetimeSession:
         self.pipeline = Pipeline(concurrency=concurrency, lookahead=2 * concurrency,
                                  budget=CostBudget(budget))
         self.canaries: list[dict[str, Any]] | None = None
+        self.planning_done = False
+        self.known_markers = {line.split(":", 1)[0] for line in config.getini("markers")}
         self.gate_results: list[GateResult] = []
         self.baselines = self._load_baselines()
         self.progress = Progress(options.progress_every_s, self._write_line)
@@ -270,7 +271,11 @@ class ImagetimeSession:
                     break
 
     def plan_from(self, first: CaseItem) -> None:
-        """Tell the pipeline which items this process runs, from ``first`` on, in order."""
+        """Tell the pipeline which items this process runs, from ``first`` on, in order.
+        Decided once per process, at its first item."""
+        if self.planning_done:
+            return
+        self.planning_done = True
         items = [i for i in first.session.items if isinstance(i, CaseItem)]
         workerinput = getattr(self.config, "workerinput", None)
         if workerinput is not None:
@@ -334,8 +339,6 @@ class ImagetimeSession:
                     self.messages[record.key] = f"{text}\n{link}" if text else link
 
     def _manifest(self, spec: RunSpec, records: list[ItemRecord]) -> dict[str, Any]:
-        case_hashes = sorted(r.case_sha256 for r in records)
-        digest = hashlib.sha256("\n".join(case_hashes).encode()).hexdigest()
         return {
             "model": {"spec": spec.model.name, "config": dict(spec.model.config())},
             "judge": {"name": spec.judge.name, "config": dict(spec.judge.config())},
@@ -344,7 +347,7 @@ class ImagetimeSession:
             "judge_repeats": spec.repeats,
             "rubric_version": RUBRIC_VERSION,
             "run_dir": str(spec.paths.run_dir),
-            "cases": {"n": len(records), "sha256": digest},
+            "cases": case_set(records),
             "shard": None if self.options.shard is None else "{}/{}".format(*self.options.shard),
         }
 
@@ -416,11 +419,12 @@ class CaseItem(pytest.Item):
         marks += [f"imagetime_{level}" for level in self.case.levels]
         marks += [f"imagetime_{flag}" for flag in ("constraint", "quantity", "occlusion")
                   if getattr(self.case.applicable, flag)]
-        known = {line.split(":", 1)[0] for line in self.config.getini("markers")}
+        known = self.config.stash[session_key].known_markers
         for mark in marks:
             if mark not in known:  # a team's own domain: register it, --strict-markers holds
                 self.config.addinivalue_line("markers", f"{mark}: ImageTime items of domain "
                                                         f"{self.case.domain}")
+                known.add(mark)
             self.add_marker(mark)
 
     def base_record(self) -> ItemRecord:
@@ -440,8 +444,7 @@ class CaseItem(pytest.Item):
 
     def setup(self) -> None:
         session: ImagetimeSession = self.config.stash[session_key]
-        if not session.pipeline.planned:
-            session.plan_from(self)
+        session.plan_from(self)
         job = self.job()
         self.user_properties.extend(job.base.to_properties())
         base = job.base

@@ -117,15 +117,24 @@ def judgment_key(spec: RunSpec, case: Case, image_sha256: str) -> str:
     })
 
 
-def obtain_sheet(spec: RunSpec, case: Case) -> tuple[Image.Image, str, dict[str, Any], bool]:
+@dataclass(frozen=True)
+class Sheet:
+    """A generated (or reused) sheet, ready to judge."""
+
+    image: Image.Image
+    sha256: str
+    record: Mapping[str, Any]
+    generated: bool
+
+
+def generate_sheet(spec: RunSpec, case: Case) -> Sheet:
     """The sheet for this case: the stored one when its inputs are unchanged, else a new one."""
     request = generation_request(spec, case)
-    seed = request.seed
     key = image_key(spec, request)
     if not spec.regenerate:
         stored = load_stored_image(spec.paths, case.id, key)
         if stored is not None:
-            return stored[0], stored[1], stored[2], False
+            return Sheet(stored[0], stored[1], stored[2], generated=False)
     started = time.perf_counter()
     try:
         generated = spec.model.generate(request=request)
@@ -137,14 +146,14 @@ def obtain_sheet(spec: RunSpec, case: Case) -> tuple[Image.Image, str, dict[str,
         "format": IMAGE_RECORD_FORMAT, "input_key": key, "model": spec.model.name,
         "model_config": dict(spec.model.config()), "case_id": case.id,
         "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
-        "seed": seed, "seconds": round(seconds, 6), "date": now(),
+        "seed": request.seed, "seconds": round(seconds, 6), "date": now(),
         "width": image.width, "height": image.height, "details": dict(generated.details),
         "plugin_version": __version__,
         "pixel_metrics": pixel_facts(image),
     }
     digest = store_image(spec.paths, case.id, image, record)
     record["image_sha256"] = digest
-    return image, digest, record, True
+    return Sheet(image, digest, record, generated=True)
 
 
 def obtain_judgment(spec: RunSpec, case: Case, image: Image.Image,
@@ -197,21 +206,6 @@ def pixel_labels(record: Mapping[str, Any], image: Image.Image) -> tuple[str, ..
     if not isinstance(facts, dict) or facts.get("version") != pixel_metrics.METRICS_VERSION:
         facts = pixel_facts(image)
     return tuple(facts["implied_labels"])
-
-
-@dataclass(frozen=True)
-class Sheet:
-    """A generated (or reused) sheet, ready to judge."""
-
-    image: Image.Image
-    sha256: str
-    record: Mapping[str, Any]
-    generated: bool
-
-
-def generate_sheet(spec: RunSpec, case: Case) -> Sheet:
-    image, digest, record, generated = obtain_sheet(spec, case)
-    return Sheet(image, digest, record, generated)
 
 
 def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:

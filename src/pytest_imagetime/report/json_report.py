@@ -7,6 +7,7 @@ every report the tests produce is validated against it.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import platform
@@ -81,6 +82,13 @@ def to_scored(record: ItemRecord) -> Scored:
     return Scored(key=record.key, domain=record.domain, difficulty=record.difficulty,
                   status=record.status, scores=record.scores, labels=record.labels,
                   cost_usd=record.cost_usd)
+
+
+def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:
+    """How many items and which case texts a run judged: one hash over their spec hashes."""
+    hashes = sorted(r.case_sha256 for r in records)
+    return {"n": len(hashes),
+            "sha256": hashlib.sha256("\n".join(hashes).encode()).hexdigest()}
 
 
 def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],

@@ -8,7 +8,6 @@ directory, and aggregates all items again: the result is the report an unsharded
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections.abc import Sequence
 from dataclasses import fields
@@ -18,7 +17,7 @@ from typing import Any
 from ..record import ItemRecord
 from ..runner import now
 from ..store import read_json
-from .json_report import build_report, validate_report, write_report
+from .json_report import build_report, case_set, validate_report, write_report
 from .junit import write_junit
 
 MUST_AGREE = ("model", "judge", "setting", "size", "seed", "pass_threshold", "rubric_version")
@@ -117,7 +116,7 @@ def merge(parts: Sequence[Path], out: Path) -> list[Path]:
                                       "environment": r["manifest"].get("environment")}
                                      for p, r in members])
         report = build_report(manifest, merged, now())
-        report["manifest"]["cases"] = _case_set(merged)
+        report["manifest"]["cases"] = case_set(merged)
         report["spent_usd"] = sum(float(r.get("spent_usd", 0.0)) for _, r in members)
         validate_report(report)
         write_report(run_dir / "report.json", report)
@@ -125,8 +124,3 @@ def merge(parts: Sequence[Path], out: Path) -> list[Path]:
         everything.extend(merged)
     write_junit(out / "junit.xml", everything, messages)
     return written
-
-
-def _case_set(records: Sequence[ItemRecord]) -> dict[str, Any]:
-    digest = hashlib.sha256("\n".join(sorted(r.case_sha256 for r in records)).encode())
-    return {"n": len(records), "sha256": digest.hexdigest()}
