@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +37,9 @@ class ServerState:
     timeout_sleep_s: float = 3.0
     score: int = 8
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    # Answers chat requests that are not structured judgments (order probes, yes/no question
+    # chains): takes the request, returns the message content. None: the judge's answer.
+    responder: Callable[[dict[str, Any]], str] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     faults_served: Counter[str] = field(default_factory=Counter)
@@ -146,6 +149,9 @@ class Handler(BaseHTTPRequestHandler):
             with state.lock:
                 state.faults_served[fault] += 1
             self._fault(fault, request)
+            return
+        if state.responder is not None:
+            self._send(200, _completion(state.responder(request)))
             return
         with state.lock:
             state.answered_cases[case_id_of(request)] += 1

@@ -43,9 +43,12 @@ class Registry:
         return obj
 
     def create(self, spec: str, **context: Any) -> Any:
-        """Build a backend; ``context`` (e.g. ``options=``) goes to factories that take it."""
+        """Build a backend; ``context`` (e.g. ``options=``) goes to factories that take it, and
+        so does ``name=`` (the registered name), for one factory serving several names."""
         name, sep, argument = spec.partition(":")
-        factory = self.factory(name.strip())
+        name = name.strip()
+        factory = self.factory(name)
+        context = {"name": name, **context}
         try:
             accepted = inspect.signature(factory).parameters
         except (TypeError, ValueError):

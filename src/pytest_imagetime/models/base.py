@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from PIL import Image
 
@@ -25,15 +25,48 @@ class ModelError(Exception):
 class GenerationRequest:
     case: Case
     setting: Setting
-    size: int  # the sheet is size x size pixels
+    size: int  # the image is size x size pixels
     seed: int
     reference: Image.Image | None = None  # the scaffold setting's initial-state image
+    prompt: str | None = None  # None: the case's own prompt
+    kind: Literal["sheet", "reference"] = "sheet"  # a reference is one image of the t1 state
+    grid: tuple[int, int] = (2, 2)  # columns x rows of keyframes (dense grids are qualitative)
+    # Scaffold setting: a size x size canvas with the reference in the top-left cell and the
+    # other cells empty; edit-capable backends complete it.
+    scaffold: Image.Image | None = None
+
+    @property
+    def text(self) -> str:
+        """The prompt the backend renders."""
+        return self.case.prompt if self.prompt is None else self.prompt
 
 
 @dataclass(frozen=True)
 class Generated:
     image: Image.Image
     details: Mapping[str, JSON] = field(default_factory=dict)  # backend facts worth recording
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """Settings a model factory may take as ``options=`` (the ``--imagetime-model-*`` options
+    and ``--imagetime-devices`` / ``--imagetime-batch-size``)."""
+
+    devices: tuple[str, ...] | None = None  # --imagetime-devices; None: auto
+    worker_index: int = 0  # this process's xdist worker number (gwN), 0 outside xdist
+    batch_size: int = 1  # sheets per call, for backends that batch
+    base_url: str | None = None  # hosted backends: an OpenAI-compatible endpoint
+    key_env: str | None = "OPENAI_API_KEY"  # None: the endpoint needs no key
+    timeout_s: float = 300.0
+    retries: int = 2  # transport retries (429, 5xx, timeouts); never retries for quality
+    concurrency: int = 1  # hosted backends: requests in flight at once per pytest process
+
+    def device(self) -> str | None:
+        """This process's torch device ("cuda:1", "cpu"); None: the backend's default. Asks
+        torch only when called, so runs without a torch backend never import it."""
+        from .devices import assign_device
+
+        return assign_device(self.devices, self.worker_index)
 
 
 @runtime_checkable
@@ -48,3 +81,11 @@ class ImageModel(Protocol):
         """Everything that changes the output; a change regenerates stored images."""
 
     def generate(self, *, request: GenerationRequest) -> Generated: ...
+
+
+@runtime_checkable
+class BatchImageModel(ImageModel, Protocol):
+    """A backend that renders several requests in one call (``--imagetime-batch-size``)."""
+
+    def generate_batch(self, *, requests: Sequence[GenerationRequest]) -> list[Generated]:
+        """One Generated per request, in order; an exception fails every request of it."""
