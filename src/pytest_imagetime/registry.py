@@ -58,12 +58,23 @@ class Registry:
         return factory(argument if sep else None, **extra)
 
 
+_DIFFUSERS = "pytest_imagetime.models.diffusers_backend:DiffusersModel"
+# The benchmark's open models and their neighbours (docs/diffusers.md has the table);
+# ``diffusers:REPO_OR_PATH`` takes any other pipeline.
+DIFFUSERS_PRESETS = ("flux-dev", "flux-schnell", "flux2-dev", "sdxl", "sd3.5-large",
+                     "qwen-image", "z-image-turbo", "hunyuanimage-2.1", "flux-kontext",
+                     "qwen-image-edit")
+
 MODELS = Registry("model", "imagetime.models", {
     "procedural": "pytest_imagetime.models.procedural:ProceduralModel",
     "files": "pytest_imagetime.models.files:FilesModel",
+    "diffusers": _DIFFUSERS,
+    **{name: _DIFFUSERS for name in DIFFUSERS_PRESETS},
+    "openai-images": "pytest_imagetime.models.openai_images:OpenAIImagesModel",
 })
 JUDGES = Registry("judge", "imagetime.judges", {
     "vlm": "pytest_imagetime.judges.vlm:VlmJudge",
     "pixel": "pytest_imagetime.judges.pixel:PixelJudge",
     "replay": "pytest_imagetime.judges.replay:ReplayJudge",
+    "vlm-chain": "pytest_imagetime.judges.chain:ChainJudge",
 })
