@@ -252,7 +252,8 @@ def test_canaries_are_judged_and_reported(pytester: pytest.Pytester,
 def test_judging_runs_concurrently_and_under_xdist(pytester: pytest.Pytester,
                                                    judge_env: ChatServer) -> None:
     _benchmark_cases(pytester)
-    judge_env.state.latency_s = 0.1
+    # Long enough that generation (tens of ms a sheet, more on a busy machine) keeps ahead.
+    judge_env.state.latency_s = 0.4
     serial = pytester.runpytest("constraints.yaml", "--imagetime-model=procedural",
                                 "--imagetime-size=128", "--imagetime-judge-concurrency=4",
                                 "--imagetime-out=serial")

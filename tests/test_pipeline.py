@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -16,8 +18,14 @@ from pytest_imagetime.runner import ItemError, ItemOutcome, RunSpec, Sheet
 from tests.builders import make_case
 
 
-def _jobs(n: int) -> list[Job]:
-    spec = cast(RunSpec, None)  # the stand-in stages below never look at it
+def _spec(batch_size: int = 1, concurrency: int = 1) -> RunSpec:
+    """What the pipeline reads of a run; the stand-in stages below never look at it."""
+    return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True,
+                                         model=SimpleNamespace(concurrency=concurrency)))
+
+
+def _jobs(n: int, spec: RunSpec | None = None) -> list[Job]:
+    spec = spec or _spec()
     return [Job(f"item-{i}", spec, make_case(f"case-{i}"), cast(ItemRecord, None))
             for i in range(n)]
 
@@ -25,9 +33,13 @@ def _jobs(n: int) -> list[Job]:
 class Stages:
     """Stand-ins that record what ran when, and can be made slow or failing."""
 
-    def __init__(self, judge_delay: float = 0.0, fail_generation: set[str] | None = None
-                 ) -> None:
+    def __init__(self, judge_delay: float = 0.0, fail_generation: set[str] | None = None,
+                 draw_delay: float = 0.0) -> None:
         self.judge_delay = judge_delay
+        self.draw_delay = draw_delay
+        self.calls: list[list[str]] = []
+        self.drawing = 0
+        self.max_drawing = 0
         self.fail_generation = fail_generation or set()
         self.generated: list[str] = []
         self.in_judgment = 0
@@ -36,9 +48,19 @@ class Stages:
         self.judged = 0
         self.lock = threading.Lock()
 
-    def generate(self, spec: RunSpec, case: Case) -> Sheet:
+    def generate(self, spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | ItemError]:
+        with self.lock:
+            self.calls.append([case.id for case in cases])
+            self.drawing += 1
+            self.max_drawing = max(self.max_drawing, self.drawing)
+        time.sleep(self.draw_delay)
+        with self.lock:
+            self.drawing -= 1
+        return [self._one(case) for case in cases]
+
+    def _one(self, case: Case) -> Sheet | ItemError:
         if case.id in self.fail_generation:
-            raise ItemError(f"model failed on {case.id}")
+            return ItemError(f"model failed on {case.id}")
         with self.lock:
             self.generated.append(case.id)
             self.max_ahead = max(self.max_ahead, len(self.generated) - self.judged)
@@ -63,7 +85,7 @@ def test_outcomes_come_back_in_any_order_of_asking() -> None:
     pipeline.plan(jobs)
     # Ask for the last one first: its future may be taken before the thread reaches it.
     for job in [jobs[-1], *jobs[:-1]]:
-        assert pipeline.outcome(job).judgment == job.case.id  # type: ignore[comparison-overlap]
+        assert cast(Any, pipeline.outcome(job)).judgment == job.case.id
     pipeline.close()
     assert stages.generated == [j.case.id for j in jobs]
 
@@ -127,3 +149,31 @@ def test_budget_refuses_once_spent() -> None:
     with pytest.raises(ItemError, match="budget is spent"):
         budget.check()
     CostBudget(None).check()
+
+
+def test_batches_group_consecutive_items_of_a_run() -> None:
+    stages = Stages()
+    pipeline = Pipeline(2, 8, generate=stages.generate, judge=stages.judge)
+    batched, single = _spec(batch_size=3), _spec()
+    jobs = _jobs(7, batched)
+    jobs += [Job(f"other-{i}", single, make_case(f"other-{i}"), cast(ItemRecord, None))
+             for i in range(2)]
+    pipeline.plan(jobs)
+    for job in jobs:
+        pipeline.outcome(job)
+    pipeline.close()
+    assert stages.calls == [["case-0", "case-1", "case-2"], ["case-3", "case-4", "case-5"],
+                            ["case-6"], ["other-0"], ["other-1"]]
+
+
+def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> None:
+    for concurrency, expected in ((4, 4), (1, 1)):
+        stages = Stages(draw_delay=0.2)  # long enough for all four to start on a busy machine
+        pipeline = Pipeline(8, 16, generate=stages.generate, judge=stages.judge,
+                            generation_concurrency=concurrency)
+        jobs = _jobs(8, _spec(concurrency=concurrency))
+        pipeline.plan(jobs)
+        for job in jobs:
+            pipeline.outcome(job)
+        pipeline.close()
+        assert stages.max_drawing == expected

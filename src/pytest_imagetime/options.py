@@ -9,14 +9,17 @@ and says what is accepted.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .judges.base import JudgeOptions
+from .models.base import ModelOptions
+from .models.devices import DeviceError, parse_devices
 from .rubric import SETTINGS, Setting
+from .sheet_prompts import SHEET, GridError, parse_grid
 
 DEFAULT_JUDGE = "vlm"
 DEFAULT_OUT = "reports"
@@ -50,6 +53,10 @@ class Options:
     progress_every_s: float
     judge_repeats: int
     html: Path | None
+    model_options: ModelOptions = field(default_factory=ModelOptions)
+    reference_dir: Path | None = None
+    reference_model: str | None = None
+    grid: tuple[int, int] = SHEET
 
     @property
     def active(self) -> bool:
@@ -68,6 +75,27 @@ def add_options(parser: pytest.Parser) -> None:
            "procedural:copied, files:DIR, ...); repeat for several. Without it the plugin "
            "collects nothing.", ini_type="args", action="append", default=None)
     option("judge", f"Judge that scores the sheets (default: {DEFAULT_JUDGE}).")
+    model_defaults = ModelOptions()
+    option("devices", "Accelerators for local backends: auto (default: one GPU per xdist "
+           "worker, round robin, within CUDA_VISIBLE_DEVICES), cpu, or GPU numbers 0,1,...")
+    option("batch-size", "Sheets per backend call for backends that batch (diffusers); "
+           "default: 1.")
+    option("model-base-url", "OpenAI-compatible base URL for hosted image backends (default: "
+           "$OPENAI_BASE_URL, else OpenAI).")
+    option("model-key-env", f"Environment variable holding the image backend's API key "
+           f"(default: {model_defaults.key_env}); 'none' for a server without keys.")
+    option("model-concurrency", f"Hosted image requests in flight at once, per pytest process "
+           f"(default: {model_defaults.concurrency}).")
+    option("model-timeout", f"Seconds one hosted image request may take (default: "
+           f"{model_defaults.timeout_s:g}); then the item is an error.")
+    option("model-retries", f"Transport retries of a hosted image request (429, 5xx, timeouts; "
+           f"default: {model_defaults.retries}); never a retry for quality.")
+    option("reference-dir", "Scaffold setting: reference images of the initial state, "
+           "DIR/<case id>.png (or .jpg, .jpeg, .webp).")
+    option("reference-model", "Scaffold setting: draw each case's reference once with this "
+           "model (a model spec) and keep it under OUT/_references/.")
+    option("grid", "2x2 (the benchmark, default) or a dense grid 4x2, 4x4, 4x6, 4x8 (four "
+           "temporal rows of N panels): qualitative, generated into a gallery, never scored.")
     option("out", f"Directory for images, judgments and reports (default: {DEFAULT_OUT}).")
     option("setting", "Benchmark setting: prompt-only (default) or scaffold.")
     option("size", f"Sheet size in pixels, square (default: {DEFAULT_SIZE}).")
@@ -226,6 +254,44 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
     )
 
 
+def model_options(config: pytest.Config) -> ModelOptions:
+    defaults = ModelOptions()
+    try:
+        devices = parse_devices(str(_raw(config, "devices") or "auto"))
+    except DeviceError as exc:
+        raise _fail("devices", _raw(config, "devices"), str(exc)) from None
+    key_env = str(_raw(config, "model-key-env") or defaults.key_env)
+    from .models.devices import worker_index
+
+    return ModelOptions(
+        devices=devices,
+        worker_index=worker_index(),
+        batch_size=_number(config, "batch-size", int, defaults.batch_size, 1, 1024,
+                           "give an integer from 1 to 1024"),
+        base_url=_raw(config, "model-base-url"),
+        key_env=None if key_env.lower() == "none" else key_env,
+        timeout_s=_number(config, "model-timeout", float, defaults.timeout_s, 0.01, 86400,
+                          "give seconds, a number above 0"),
+        retries=_number(config, "model-retries", int, defaults.retries, 0, 100,
+                        "give an integer from 0 to 100"),
+        concurrency=_number(config, "model-concurrency", int, defaults.concurrency, 1, 1024,
+                            "give an integer from 1 to 1024"),
+    )
+
+
+def _grid(config: pytest.Config, setting: str) -> tuple[int, int]:
+    raw = _raw(config, "grid")
+    if raw is None:
+        return SHEET
+    try:
+        grid = parse_grid(str(raw))
+    except GridError as exc:
+        raise _fail("grid", raw, str(exc)) from None
+    if grid != SHEET and setting != "prompt-only":
+        raise _fail("grid", raw, "dense grids are prompt-only; leave out --imagetime-setting")
+    return grid
+
+
 def parse_options(config: pytest.Config) -> Options:
     raw_models = _raw(config, "model") or []
     models = tuple(dict.fromkeys(m.strip() for m in raw_models if m.strip()))
@@ -275,7 +341,26 @@ def parse_options(config: pytest.Config) -> Options:
         judge_repeats=_number(config, "judge-repeats", int, 1, 1, 100,
                               "give an integer from 1 to 100"),
         html=_path(config, "html"),
+        model_options=model_options(config),
+        reference_dir=_reference_dir(config, setting),
+        reference_model=_raw(config, "reference-model"),
+        grid=_grid(config, setting),
     )
+
+
+def _reference_dir(config: pytest.Config, setting: str) -> Path | None:
+    path = _path(config, "reference-dir")
+    given_model = _raw(config, "reference-model") is not None
+    if path is not None and given_model:
+        raise _fail("reference-dir", path, "give either --imagetime-reference-dir or "
+                    "--imagetime-reference-model, not both")
+    if path is not None and not path.is_dir():
+        raise _fail("reference-dir", path, "not a directory")
+    if setting == "scaffold" and path is None and not given_model:
+        raise _fail("setting", setting, "the scaffold setting needs reference images: "
+                    "--imagetime-reference-dir=DIR (DIR/<case id>.png) or "
+                    "--imagetime-reference-model=SPEC to draw them")
+    return path
 
 
 def _path(config: pytest.Config, name: str) -> Path | None:

@@ -10,6 +10,10 @@ Memory stays flat: at most ``lookahead`` sheets are generated and not yet judged
 on disk; the pool holds only those in flight), and results are dropped once taken.
 The concurrency bound is per process: under ``-n N`` a run makes up to N x concurrency calls
 at once.
+
+Backends are called one request at a time (they need not be thread-safe), except that a
+backend with ``generate_batch`` gets up to ``--imagetime-batch-size`` consecutive items of its
+run at once, and a hosted backend with ``concurrency`` > 1 gets that many calls in flight.
 """
 
 from __future__ import annotations
@@ -21,7 +25,11 @@ from dataclasses import dataclass
 
 from .cases import Case
 from .record import ItemRecord
-from .runner import ItemError, ItemOutcome, RunSpec, Sheet, generate_sheet, judge_sheet
+from .runner import ItemError, ItemOutcome, RunSpec, Sheet, generate_sheets, judge_sheet
+
+# What an item gets: its scored outcome, or for a dense grid (never judged) its sheet.
+Result = ItemOutcome | Sheet
+Work = list[tuple["Job", "Future[Result]"]]
 
 
 @dataclass(frozen=True)
@@ -53,20 +61,28 @@ class CostBudget:
             self.spent_usd += usd
 
 
+def model_concurrency(spec: RunSpec) -> int:
+    """Calls in flight the run's backend takes: 1 unless it says otherwise (hosted APIs)."""
+    return max(1, int(getattr(spec.model, "concurrency", 1) or 1))
+
+
 class Pipeline:
     def __init__(self, concurrency: int, lookahead: int, budget: CostBudget | None = None,
-                 generate: Callable[[RunSpec, Case], Sheet] = generate_sheet,
+                 generate: Callable[[RunSpec, Sequence[Case]], list[Sheet | ItemError]]
+                 = generate_sheets,
                  judge: Callable[[RunSpec, Case, ItemRecord, Sheet], ItemOutcome] = judge_sheet,
-                 ) -> None:
+                 generation_concurrency: int = 1) -> None:
         self._pool = ThreadPoolExecutor(max_workers=concurrency,
                                         thread_name_prefix="imagetime-judge")
+        self._drawers = ThreadPoolExecutor(max_workers=max(1, generation_concurrency),
+                                           thread_name_prefix="imagetime-draw")
         self._slots = threading.BoundedSemaphore(max(1, lookahead))
         self._budget = budget or CostBudget(None)
         self._generate = generate
         self._judge = judge
-        self._futures: dict[str, Future[ItemOutcome]] = {}
+        self._futures: dict[str, Future[Result]] = {}
         self._lock = threading.Lock()
-        # One generation at a time per process: backends need not be thread-safe.
+        # One generation at a time per process for backends that do not say they take more.
         self._generating = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -79,7 +95,7 @@ class Pipeline:
         """Start working through ``jobs`` in the order they will be asked for."""
         if self._thread is not None:
             return
-        work: list[tuple[Job, Future[ItemOutcome]]] = []
+        work: Work = []
         with self._lock:
             for job in jobs:
                 future = self._futures.setdefault(job.key, Future())
@@ -90,7 +106,7 @@ class Pipeline:
                                         name="imagetime-generate", daemon=True)
         self._thread.start()
 
-    def outcome(self, job: Job) -> ItemOutcome:
+    def outcome(self, job: Job) -> Result:
         """The item's outcome, waiting for it if needed; raises ItemError on failure."""
         with self._lock:
             future = self._futures.pop(job.key, None)
@@ -103,13 +119,23 @@ class Pipeline:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        self._drawers.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------ internals
 
-    def _run_inline(self, job: Job) -> ItemOutcome:
+    def _draw(self, spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | ItemError]:
+        if model_concurrency(spec) > 1:
+            return self._generate(spec, cases)
         with self._generating:
-            sheet = self._generate(job.spec, job.case)
+            return self._generate(spec, cases)
+
+    def _run_inline(self, job: Job) -> Result:
+        sheet = self._draw(job.spec, [job.case])[0]
+        if isinstance(sheet, ItemError):
+            raise sheet
+        if not job.spec.judged:
+            return sheet
         self._budget.check()
         return self._judged(job, sheet)
 
@@ -119,9 +145,11 @@ class Pipeline:
             self._budget.add(outcome.record.cost_usd)
         return outcome
 
-    def _generate_all(self, work: list[tuple[Job, Future[ItemOutcome]]]) -> None:
+    def _generate_all(self, work: Work) -> None:
         try:
             self._generate_each(work)
+            # Hosted draws may still be running: wait for them before failing what is left.
+            self._drawers.shutdown(wait=True)
         finally:
             # Stopped or broken: no item may wait forever for a sheet that will not come.
             for _job, future in work:
@@ -129,31 +157,69 @@ class Pipeline:
                         and future.set_running_or_notify_cancel():
                     future.set_exception(ItemError("not generated: the run is stopping"))
 
-    def _generate_each(self, work: list[tuple[Job, Future[ItemOutcome]]]) -> None:
-        for job, future in work:
-            while not self._slots.acquire(timeout=0.1):
-                if self._stop.is_set():
-                    return
-            if self._stop.is_set():
-                self._slots.release()
+    def _generate_each(self, work: Work) -> None:
+        position = 0
+        while position < len(work):
+            group = _next_group(work, position)
+            position += len(group)
+            if not self._take_slots(len(group)):
                 return
-            if not future.set_running_or_notify_cancel():
-                self._slots.release()
+            running = []
+            for job, future in group:
+                if future.set_running_or_notify_cancel():
+                    running.append((job, future))
+                else:
+                    self._slots.release()
+            if not running:
                 continue
-            try:
-                with self._generating:
-                    sheet = self._generate(job.spec, job.case)
-            except BaseException as exc:  # the item reports it; the run goes on
-                future.set_exception(exc)
-                self._slots.release()
-                continue
-            try:
-                self._pool.submit(self._judge_into, job, sheet, future)
-            except RuntimeError as exc:  # the pool is shut down: the session is ending
-                future.set_exception(ItemError(f"not judged: the run is stopping ({exc})"))
-                self._slots.release()
+            if model_concurrency(running[0][0].spec) > 1:
+                try:
+                    self._drawers.submit(self._draw_group, running)
+                except RuntimeError as exc:  # shut down: the session is ending
+                    self._fail_group(running, ItemError(f"not generated: the run is stopping "
+                                                        f"({exc})"))
+            else:
+                self._draw_group(running)
 
-    def _judge_into(self, job: Job, sheet: Sheet, future: Future[ItemOutcome]) -> None:
+    def _take_slots(self, count: int) -> bool:
+        """Wait for room for ``count`` more sheets; False (holding none) once stopping."""
+        taken = 0
+        while taken < count:
+            if self._stop.is_set():
+                for _ in range(taken):
+                    self._slots.release()
+                return False
+            if self._slots.acquire(timeout=0.1):
+                taken += 1
+        return True
+
+    def _fail_group(self, group: Work, error: BaseException) -> None:
+        for _job, future in group:
+            future.set_exception(error)
+            self._slots.release()
+
+    def _draw_group(self, group: Work) -> None:
+        spec = group[0][0].spec
+        try:
+            sheets = self._draw(spec, [job.case for job, _ in group])
+        except BaseException as exc:  # the items report it; the run goes on
+            self._fail_group(group, exc)
+            return
+        for (job, future), sheet in zip(group, sheets, strict=True):
+            if isinstance(sheet, ItemError):
+                future.set_exception(sheet)
+                self._slots.release()
+            elif not job.spec.judged:
+                future.set_result(sheet)
+                self._slots.release()
+            else:
+                try:
+                    self._pool.submit(self._judge_into, job, sheet, future)
+                except RuntimeError as exc:  # the pool is shut down: the session is ending
+                    future.set_exception(ItemError(f"not judged: the run is stopping ({exc})"))
+                    self._slots.release()
+
+    def _judge_into(self, job: Job, sheet: Sheet, future: Future[Result]) -> None:
         try:
             self._budget.check()
             future.set_result(self._judged(job, sheet))
@@ -161,3 +227,15 @@ class Pipeline:
             future.set_exception(exc)
         finally:
             self._slots.release()
+
+
+def _next_group(work: Work, start: int) -> Work:
+    """Consecutive jobs of one run, as many as its batch size allows."""
+    spec = work[start][0].spec
+    size = max(1, spec.batch_size)
+    group = [work[start]]
+    for entry in work[start + 1:start + size]:
+        if entry[0].spec is not spec:
+            break
+        group.append(entry)
+    return group

@@ -7,6 +7,7 @@ usual. Workers under xdist run items; only the controller writes reports.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,16 @@ from .inventory import slug
 from .judges.base import Judge
 from .models.base import ImageModel
 from .options import Options, add_options, parse_options
-from .pipeline import CostBudget, Job, Pipeline
+from .pipeline import CostBudget, Job, Pipeline, model_concurrency
 from .progress import Progress
 from .record import ItemRecord
+from .references import GeneratedReferences, ReferenceDir, References
 from .registry import JUDGES, MODELS, UnknownBackend
 from .report.json_report import build_report, case_set, write_report
 from .report.junit import write_junit
 from .report.summary import summary_lines
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
-from .runner import ItemError, ItemOutcome, RunSpec, now
+from .runner import ItemError, ItemOutcome, RunSpec, Sheet, case_seed, now
 from .scheduling import is_case_nodeid, shard_cases, share_of
 from .store import RunPaths, read_json, with_setting
 
@@ -97,6 +99,15 @@ def _resolve(kind: str, spec: str, registry: Any, **context: Any) -> Any:
         raise pytest.UsageError(f"--imagetime-{kind}={spec}: {exc}") from None
 
 
+def _check_model_fits(spec: str, model: ImageModel, options: Options) -> None:
+    if options.setting == "scaffold" and not getattr(model, "accepts_reference", False):
+        raise pytest.UsageError(
+            f"--imagetime-model={spec}: this backend cannot complete a scaffold (it takes no "
+            f"reference image); the scaffold setting needs an edit-capable backend: "
+            f"flux-kontext, qwen-image-edit, openai-images, diffusers:REPO:edit=true, or a "
+            f"third-party backend with accepts_reference")
+
+
 class ImagetimeSession:
     """Run state of one pytest process: resolved backends, and on the controller the results."""
 
@@ -106,13 +117,17 @@ class ImagetimeSession:
         judge: Judge = _resolve("judge", options.judge, JUDGES, options=options.judge_options)
         self.judge = judge
         self.runs: dict[str, RunSpec] = {}
+        references = self._references(options)
         for spec in options.models:
-            model: ImageModel = _resolve("model", spec, MODELS)
-            paths = RunPaths(options.out, model.name, judge.name, options.setting)
+            model: ImageModel = _resolve("model", spec, MODELS, options=options.model_options)
+            _check_model_fits(spec, model, options)
+            paths = RunPaths(options.out, model.name, judge.name, options.setting, options.grid)
             self.runs[spec] = RunSpec(model=model, judge=judge, paths=paths,
                                       setting=options.setting, size=options.size,
                                       run_seed=options.seed, regenerate=options.regenerate,
-                                      rejudge=options.rejudge, repeats=options.judge_repeats)
+                                      rejudge=options.rejudge, repeats=options.judge_repeats,
+                                      grid=options.grid, references=references,
+                                      batch_size=options.model_options.batch_size)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
         budget = None if options.max_cost is None else options.max_cost / workers
         if budget is not None and getattr(judge, "price", True) is None:
@@ -121,8 +136,12 @@ class ImagetimeSession:
                 f"{judge.config().get('judge_model')!r}: give --imagetime-judge-price=IN,OUT "
                 "(USD per 1M tokens)")
         concurrency = options.judge_options.concurrency
-        self.pipeline = Pipeline(concurrency=concurrency, lookahead=2 * concurrency,
-                                 budget=CostBudget(budget))
+        drawing = max((model_concurrency(run) for run in self.runs.values()), default=1)
+        # Room for a whole batch, and for every hosted request in flight, on top of the
+        # sheets waiting for a judge.
+        lookahead = max(2 * concurrency, 2 * options.model_options.batch_size, 2 * drawing)
+        self.pipeline = Pipeline(concurrency=concurrency, lookahead=lookahead,
+                                 budget=CostBudget(budget), generation_concurrency=drawing)
         self.canaries: list[dict[str, Any]] | None = None
         self.planning_done = False
         self.known_markers = {line.split(":", 1)[0] for line in config.getini("markers")}
@@ -133,6 +152,18 @@ class ImagetimeSession:
         self.records: dict[str, list[ItemRecord]] = {}
         self.messages: dict[str, str] = {}
         self.reports: list[tuple[Path, dict[str, Any]]] = []
+        self.galleries: list[Path] = []
+
+    def _references(self, options: Options) -> References | None:
+        if options.setting != "scaffold":
+            return None
+        if options.reference_dir is not None:
+            return ReferenceDir(options.reference_dir)
+        assert options.reference_model is not None  # parse_options demands one of the two
+        model: ImageModel = _resolve("reference-model", options.reference_model, MODELS,
+                                     options=options.model_options)
+        return GeneratedReferences(model, options.out, options.size,
+                                   functools.partial(case_seed, options.seed))
 
     # ------------------------------------------------------------ collection
 
@@ -321,9 +352,26 @@ class ImagetimeSession:
                 write_report(target, report)
         if self.options.html is not None and self.reports:
             self._write_html(self.options.html)
+        self._write_galleries()
         all_records = [r for rs in self.records.values() for r in rs]
         if self.options.junit is not None and all_records:
             write_junit(self.options.junit, all_records, self.messages)
+
+    def _write_galleries(self) -> None:
+        from .report.gallery import write_gallery
+
+        for spec in self.runs.values():
+            if spec.judged:
+                continue
+            title = f"{with_setting(spec.model.name, spec.setting, spec.grid)}: dense grids"
+            written = write_gallery(spec.paths.model_dir, title)
+            if written is None:
+                continue
+            self.galleries.append(written)
+            if self.options.html is not None:
+                target = self.options.html / f"gallery-{written.parent.name}.html"
+                if write_gallery(spec.paths.model_dir, title, target) is not None:
+                    self.galleries.append(target)
 
     def _write_html(self, folder: Path) -> None:
         """The HTML report of this session's runs; failures and errors link to their card."""
@@ -352,9 +400,13 @@ class ImagetimeSession:
         }
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if _is_xdist_worker(self.config) or not self.reports:
+        if _is_xdist_worker(self.config):
             return
         tr = terminalreporter
+        for gallery in self.galleries:
+            tr.write_line(f"dense-grid gallery (qualitative, not scored): {gallery}")
+        if not self.reports:
+            return
         tr.write_sep("=", "ImageTime summary")
         for line in summary_lines([report for _, report in self.reports]):
             tr.write_line(line)
@@ -373,7 +425,7 @@ class ImagetimeSession:
 
 
 def _run_label(spec: RunSpec) -> str:
-    return f"{with_setting(spec.model.name, spec.setting)} | {spec.judge.name}"
+    return f"{with_setting(spec.model.name, spec.setting, spec.grid)} | {spec.judge.name}"
 
 
 def _last_line(text: str) -> str:
@@ -389,7 +441,7 @@ class CaseFile(pytest.File):
         cases = load_case_file(self.path, display=self.nodeid or self.path.name)
         for case in cases:
             for spec, run in session.runs.items():
-                name = f"{case.id}[{with_setting(spec, run.setting)}]"
+                name = f"{case.id}[{with_setting(spec, run.setting, run.grid)}]"
                 yield CaseItem.from_parent(self, name=name, case=case, run=run)
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException],
@@ -411,6 +463,7 @@ class CaseItem(pytest.Item):
         self.case = case
         self.run = run
         self.outcome: ItemOutcome | None = None
+        self.sheet: Sheet | None = None  # a dense grid's sheet: shown, never judged
         self._add_markers()
 
     def _add_markers(self) -> None:
@@ -430,7 +483,8 @@ class CaseItem(pytest.Item):
     def base_record(self) -> ItemRecord:
         case, run = self.case, self.run
         return ItemRecord(
-            key=f"{case.id}[{with_setting(run.model.name, run.setting)}]", case_id=case.id,
+            key=f"{case.id}[{with_setting(run.model.name, run.setting, run.grid)}]",
+            case_id=case.id,
             case_file=Path(case.source).name, domain=case.domain, subcategory=case.subcategory,
             concept=case.concept, difficulty=case.difficulty, variant=case.variant,
             probed_levels=case.levels, constraint=case.applicable.constraint,
@@ -446,14 +500,21 @@ class CaseItem(pytest.Item):
         session: ImagetimeSession = self.config.stash[session_key]
         session.plan_from(self)
         job = self.job()
+        if not self.run.judged:
+            result = session.pipeline.outcome(job)
+            assert isinstance(result, Sheet)
+            self.sheet = result
+            return
         self.user_properties.extend(job.base.to_properties())
         base = job.base
         try:
-            self.outcome = session.pipeline.outcome(job)
+            result = session.pipeline.outcome(job)
         except ItemError as exc:
             self._set_record(base.with_status("error", str(exc)))
             raise
-        self._set_record(self.outcome.record)
+        assert isinstance(result, ItemOutcome)
+        self.outcome = result
+        self._set_record(result.record)
 
     def _set_record(self, record: ItemRecord) -> None:
         kept = [(k, v) for k, v in self.user_properties if not k.startswith("imagetime.")]
@@ -461,6 +522,12 @@ class CaseItem(pytest.Item):
         self.user_properties[:] = kept
 
     def runtest(self) -> None:
+        if self.sheet is not None:  # a dense grid: one square image is all it must be
+            width, height = self.sheet.image.size
+            if width != height:
+                raise ConditionsNotMet(f"{self.case.id}: the dense grid is {width}x{height}, "
+                                       f"not square")
+            return
         assert self.outcome is not None
         threshold = self.config.stash[session_key].options.pass_threshold
         unmet = unmet_conditions(self.case, self.outcome, threshold)

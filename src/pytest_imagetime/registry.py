@@ -69,7 +69,7 @@ MODELS = Registry("model", "imagetime.models", {
     "procedural": "pytest_imagetime.models.procedural:ProceduralModel",
     "files": "pytest_imagetime.models.files:FilesModel",
     "diffusers": _DIFFUSERS,
-    **{name: _DIFFUSERS for name in DIFFUSERS_PRESETS},
+    **dict.fromkeys(DIFFUSERS_PRESETS, _DIFFUSERS),
     "openai-images": "pytest_imagetime.models.openai_images:OpenAIImagesModel",
 })
 JUDGES = Registry("judge", "imagetime.judges", {

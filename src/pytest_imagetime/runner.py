@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,12 +22,15 @@ from .caps import AppliedCap, apply_caps
 from .cases import Case
 from .judges.base import Judge, SheetToJudge
 from .judgment import JudgeError, Judgment, validate_judgment
-from .models.base import GenerationRequest, ImageModel, ModelError
+from .models.base import Generated, GenerationRequest, ImageModel, ModelError
 from .record import ItemRecord
+from .references import Reference, ReferenceError, References
 from .repeats import combine
 from .rubric import RUBRIC_VERSION, Setting
 from .scoring import ItemScores, score_item
+from .sheet import geometry
 from .sheet import metrics as pixel_metrics
+from .sheet_prompts import SHEET, sheet_prompt
 from .store import (
     RunPaths,
     input_key,
@@ -58,6 +61,13 @@ class RunSpec:
     regenerate: bool = False
     rejudge: bool = False
     repeats: int = 1  # judgments per sheet, combined conservatively (repeats.py)
+    grid: tuple[int, int] = SHEET  # a dense grid (4xN) is generated, never judged
+    references: References | None = None  # the scaffold setting's initial-state images
+    batch_size: int = 1  # sheets per generate_batch call, for backends that batch
+
+    @property
+    def judged(self) -> bool:
+        return self.grid == SHEET
 
 
 @dataclass(frozen=True)
@@ -92,29 +102,60 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def generation_request(spec: RunSpec, case: Case) -> GenerationRequest:
+def reference_for(spec: RunSpec, case: Case) -> Reference | None:
+    """The case's reference in the scaffold setting (None otherwise); raises ItemError."""
+    if spec.setting != "scaffold":
+        return None
+    if spec.references is None:
+        raise ItemError("the scaffold setting needs references: --imagetime-reference-dir=DIR "
+                        "or --imagetime-reference-model=SPEC")
+    try:
+        return spec.references.get(case)
+    except ReferenceError as exc:
+        raise ItemError(str(exc)) from exc
+
+
+def generation_request(spec: RunSpec, case: Case,
+                       reference: Reference | None = None) -> GenerationRequest:
+    canvas = None if reference is None else geometry.scaffold(reference.image, spec.size)
     return GenerationRequest(case=case, setting=spec.setting, size=spec.size,
-                             seed=case_seed(spec.run_seed, case.id))
+                             seed=case_seed(spec.run_seed, case.id),
+                             reference=None if reference is None else reference.image,
+                             prompt=sheet_prompt(case, reference is not None, spec.grid),
+                             grid=spec.grid, scaffold=canvas)
 
 
-def image_key(spec: RunSpec, request: GenerationRequest) -> str:
+def image_key(spec: RunSpec, request: GenerationRequest,
+              reference: Reference | None = None) -> str:
     """Everything that decides the generated sheet; a change regenerates it."""
     token_of = getattr(spec.model, "input_token", None)
-    return input_key({
+    parts: dict[str, Any] = {
         "model": spec.model.name, "config": dict(spec.model.config()),
         "case": request.case.id, "prompt_sha256": request.case.prompt_hash,
         "setting": request.setting, "size": request.size, "seed": request.seed,
         "token": token_of(request) if callable(token_of) else None,
-    })
+    }
+    # Added only where they apply, so prompt-only 2x2 sheets keep their keys.
+    if request.text != request.case.prompt:
+        parts["prompt_text_sha256"] = hashlib.sha256(request.text.encode()).hexdigest()
+    if request.grid != SHEET:
+        parts["grid"] = list(request.grid)
+    if reference is not None:
+        parts["reference_sha256"] = reference.sha256
+    return input_key(parts)
 
 
-def judgment_key(spec: RunSpec, case: Case, image_sha256: str) -> str:
+def judgment_key(spec: RunSpec, case: Case, image_sha256: str,
+                 reference: Reference | None = None) -> str:
     """Everything that decides a judgment; a change re-judges the sheet."""
-    return input_key({
+    parts: dict[str, Any] = {
         "judge": dict(spec.judge.config()), "image_sha256": image_sha256,
         "case_spec_sha256": case.spec_hash, "setting": spec.setting,
         "rubric_version": RUBRIC_VERSION,
-    })
+    }
+    if reference is not None:
+        parts["reference_sha256"] = reference.sha256
+    return input_key(parts)
 
 
 @dataclass(frozen=True)
@@ -125,47 +166,124 @@ class Sheet:
     sha256: str
     record: Mapping[str, Any]
     generated: bool
+    reference: Reference | None = None
+
+
+@dataclass(frozen=True)
+class _Pending:
+    index: int
+    case: Case
+    request: GenerationRequest
+    key: str
+    reference: Reference | None
 
 
 def generate_sheet(spec: RunSpec, case: Case) -> Sheet:
     """The sheet for this case: the stored one when its inputs are unchanged, else a new one."""
-    request = generation_request(spec, case)
-    key = image_key(spec, request)
-    if not spec.regenerate:
-        stored = load_stored_image(spec.paths, case.id, key)
+    result = generate_sheets(spec, [case])[0]
+    if isinstance(result, ItemError):
+        raise result
+    return result
+
+
+def generate_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | ItemError]:
+    """Sheets for several cases of one run, in order; those to draw go to the backend in one
+    ``generate_batch`` call when it has one. A failure is that item's ItemError."""
+    results: list[Sheet | ItemError | None] = [None] * len(cases)
+    pending: list[_Pending] = []
+    for index, case in enumerate(cases):
+        try:
+            reference = reference_for(spec, case)
+        except ItemError as exc:
+            results[index] = exc
+            continue
+        request = generation_request(spec, case, reference)
+        key = image_key(spec, request, reference)
+        stored = None if spec.regenerate else load_stored_image(spec.paths, case.id, key)
         if stored is not None:
-            return Sheet(stored[0], stored[1], stored[2], generated=False)
-    started = time.perf_counter()
-    try:
-        generated = spec.model.generate(request=request)
-    except Exception as exc:
-        raise ItemError(f"model {spec.model.name} failed on {case.id}: {_describe(exc)}") from exc
-    seconds = time.perf_counter() - started
+            results[index] = Sheet(stored[0], stored[1], stored[2], False, reference)
+        else:
+            pending.append(_Pending(index, case, request, key, reference))
+    for item, outcome, seconds in _draw(spec, pending):
+        if isinstance(outcome, ItemError):
+            results[item.index] = outcome
+            continue
+        results[item.index] = _store(spec, item, outcome, seconds, len(pending))
+    return [r for r in results if r is not None]
+
+
+def _draw(spec: RunSpec, pending: Sequence[_Pending]
+          ) -> list[tuple[_Pending, Generated | ItemError, float]]:
+    """Call the backend: one batch when it batches, else one request per sheet."""
+    batch = getattr(spec.model, "generate_batch", None)
+    if len(pending) > 1 and callable(batch):
+        started = time.perf_counter()
+        try:
+            outputs = list(batch(requests=[p.request for p in pending]))
+            if len(outputs) != len(pending):
+                raise ModelError(f"the backend returned {len(outputs)} images for "
+                                 f"{len(pending)} requests")
+        except Exception as exc:
+            seconds = time.perf_counter() - started
+            return [(p, _model_failure(spec, p.case, exc), seconds) for p in pending]
+        share = (time.perf_counter() - started) / len(pending)
+        return [(p, out, share) for p, out in zip(pending, outputs, strict=True)]
+    drawn: list[tuple[_Pending, Generated | ItemError, float]] = []
+    for p in pending:
+        started = time.perf_counter()
+        try:
+            drawn.append((p, spec.model.generate(request=p.request),
+                          time.perf_counter() - started))
+        except Exception as exc:
+            drawn.append((p, _model_failure(spec, p.case, exc), time.perf_counter() - started))
+    return drawn
+
+
+def _model_failure(spec: RunSpec, case: Case, exc: BaseException) -> ItemError:
+    error = ItemError(f"model {spec.model.name} failed on {case.id}: {_describe(exc)}")
+    error.__cause__ = exc
+    return error
+
+
+def _store(spec: RunSpec, item: _Pending, generated: Generated, seconds: float,
+           batch: int) -> Sheet:
+    case, request = item.case, item.request
     image = generated.image.convert("RGB")
     record: dict[str, Any] = {
-        "format": IMAGE_RECORD_FORMAT, "input_key": key, "model": spec.model.name,
+        "format": IMAGE_RECORD_FORMAT, "input_key": item.key, "model": spec.model.name,
         "model_config": dict(spec.model.config()), "case_id": case.id,
         "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
         "seed": request.seed, "seconds": round(seconds, 6), "date": now(),
         "width": image.width, "height": image.height, "details": dict(generated.details),
         "plugin_version": __version__,
-        "pixel_metrics": pixel_facts(image),
     }
+    if request.text != case.prompt:
+        record["prompt"] = request.text
+    if batch > 1:
+        record["batch"] = batch
+    if spec.grid != SHEET:
+        record["grid"] = list(spec.grid)
+    else:  # layout facts are about 2x2 sheets
+        record["pixel_metrics"] = pixel_facts(image)
+    if item.reference is not None:
+        record["reference"] = {"sha256": item.reference.sha256,
+                               "source": item.reference.source}
     digest = store_image(spec.paths, case.id, image, record)
     record["image_sha256"] = digest
-    return Sheet(image, digest, record, generated=True)
+    return Sheet(image, digest, record, True, item.reference)
 
 
-def obtain_judgment(spec: RunSpec, case: Case, image: Image.Image,
-                    image_sha256: str) -> tuple[Judgment, bool]:
+def obtain_judgment(spec: RunSpec, case: Case, image: Image.Image, image_sha256: str,
+                    reference: Reference | None = None) -> tuple[Judgment, bool]:
     """The sheet's judgment; with repeats, each repeat stored on its own, then combined."""
-    results = [_one_judgment(spec, case, image, image_sha256, r) for r in range(spec.repeats)]
+    results = [_one_judgment(spec, case, image, image_sha256, reference, r)
+               for r in range(spec.repeats)]
     return combine([j for j, _ in results]), any(new for _, new in results)
 
 
 def _one_judgment(spec: RunSpec, case: Case, image: Image.Image, image_sha256: str,
-                  repeat: int) -> tuple[Judgment, bool]:
-    key = judgment_key(spec, case, image_sha256)
+                  reference: Reference | None, repeat: int) -> tuple[Judgment, bool]:
+    key = judgment_key(spec, case, image_sha256, reference)
     stored_as = case.id if repeat == 0 else f"{case.id}@r{repeat + 1}"
     if repeat:
         key = input_key({"judgment": key, "repeat": repeat})
@@ -177,7 +295,8 @@ def _one_judgment(spec: RunSpec, case: Case, image: Image.Image, image_sha256: s
             except (KeyError, TypeError):
                 pass  # an old or damaged record: judge again
     sheet = SheetToJudge(case=case, setting=spec.setting, image=image,
-                         path=spec.paths.image(case.id), image_sha256=image_sha256)
+                         path=spec.paths.image(case.id), image_sha256=image_sha256,
+                         reference=None if reference is None else reference.image)
     try:
         judgment = spec.judge.judge(sheet=sheet)
         validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
@@ -210,7 +329,7 @@ def pixel_labels(record: Mapping[str, Any], image: Image.Image) -> tuple[str, ..
 
 def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:
     """Judge (or reuse the judgment), apply the caps, and score; raises ItemError."""
-    judgment, judged = obtain_judgment(spec, case, sheet.image, sheet.sha256)
+    judgment, judged = obtain_judgment(spec, case, sheet.image, sheet.sha256, sheet.reference)
     labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet.record, sheet.image))))
     capped, caps = apply_caps(judgment.scores, labels, case.applicable)
     scores = score_item(capped)

@@ -2,7 +2,7 @@
 
 Layout under the output directory (``reports/`` by default)::
 
-    <model>[@<setting>]/images/<case>.png       the sheet, as generated
+    <model>[@<setting>][@grid<R>x<C>]/images/<case>.png   the sheet, as generated
     <model>[@<setting>]/images/<case>.json      its generation record
     <model>[@<setting>]/<judge>/judgments/<case>.json
     <model>[@<setting>]/<judge>/report.json     the aggregate report of the last session
@@ -66,9 +66,11 @@ def read_json(path: Path) -> JSON | None:
         return None
 
 
-def with_setting(name: str, setting: str) -> str:
-    """A model spec or directory as runs name it: ``@scaffold`` added outside prompt-only."""
-    return name if setting == "prompt-only" else f"{name}@{setting}"
+def with_setting(name: str, setting: str, grid: tuple[int, int] = (2, 2)) -> str:
+    """A model spec or directory as runs name it: ``@scaffold`` added outside prompt-only,
+    ``@grid4x2`` for a dense grid."""
+    named = name if setting == "prompt-only" else f"{name}@{setting}"
+    return named if grid == (2, 2) else f"{named}@grid{grid[0]}x{grid[1]}"
 
 
 def dir_slug(text: str) -> str:
@@ -85,10 +87,11 @@ class RunPaths:
     model: str
     judge: str
     setting: Setting
+    grid: tuple[int, int] = (2, 2)
 
     @property
     def model_dir(self) -> Path:
-        return self.out / with_setting(dir_slug(self.model), self.setting)
+        return self.out / with_setting(dir_slug(self.model), self.setting, self.grid)
 
     @property
     def run_dir(self) -> Path:

@@ -30,7 +30,7 @@ class GenerationRequest:
     reference: Image.Image | None = None  # the scaffold setting's initial-state image
     prompt: str | None = None  # None: the case's own prompt
     kind: Literal["sheet", "reference"] = "sheet"  # a reference is one image of the t1 state
-    grid: tuple[int, int] = (2, 2)  # columns x rows of keyframes (dense grids are qualitative)
+    grid: tuple[int, int] = (2, 2)  # rows x panels a row; 4xN dense grids are qualitative
     # Scaffold setting: a size x size canvas with the reference in the top-left cell and the
     # other cells empty; edit-capable backends complete it.
     scaffold: Image.Image | None = None

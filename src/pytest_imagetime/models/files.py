@@ -16,6 +16,10 @@ SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 class FilesModel:
     """Reads ``DIR/<case id>.png`` (or .jpg, .jpeg, .webp) instead of generating."""
 
+    # Sheets made elsewhere may have completed a scaffold: the judge then scores C1 against
+    # the run's reference.
+    accepts_reference = True
+
     def __init__(self, argument: str | None = None) -> None:
         if not argument:
             raise ValueError("the files model needs a directory: --imagetime-model=files:DIR")

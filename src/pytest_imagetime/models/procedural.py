@@ -95,7 +95,14 @@ class Scene:
 
 
 class ProceduralModel:
-    """Draws a motion sheet from the case alone; the same case, seed and size, the same bytes."""
+    """Draws a motion sheet from the case alone; the same case, seed and size, the same bytes.
+
+    It also serves the other request kinds, so their plumbing runs offline: a reference is its
+    t1 stage alone; a scaffold keeps the given top-left cell (the good variant pastes it back
+    over its own t1); a dense grid shows stage r in every panel of row r.
+    """
+
+    accepts_reference = True
 
     def __init__(self, argument: str | None = None) -> None:
         variant = argument or "good"
@@ -117,8 +124,16 @@ class ProceduralModel:
             raise ModelError(f"procedural model: size {request.size} is outside "
                              f"{MIN_SIZE}..{MAX_SIZE}")
         scene = plan_scene(request.case, request.seed)
+        details = {"variant": self.variant, "renderer_version": RENDERER_VERSION}
+        if request.kind == "reference":
+            return Generated(_reference(scene, request.size), details)
+        if request.grid != (2, 2):
+            return Generated(_dense_grid(scene, request.size, request.grid), details)
         image = _SHEETS[self.variant](scene, request.size)
-        return Generated(image, {"variant": self.variant, "renderer_version": RENDERER_VERSION})
+        if request.scaffold is not None and self.variant == "good":
+            first = panel_boxes(request.size)[0].as_tuple()
+            image.paste(request.scaffold.convert("RGB").crop(first), first[:2])
+        return Generated(image, details)
 
 
 # ---------------------------------------------------------------- planning
@@ -401,6 +416,26 @@ def stage_canvases(scene: Scene, size: int) -> list[Image.Image]:
     canvas = (max(b.width for b in boxes), max(b.height for b in boxes))
     backdrop = draw_backdrop(scene, canvas, frame)
     return [draw_stage(scene, backdrop, stage, frame) for stage in range(len(STAGE_ORDER))]
+
+
+def _reference(scene: Scene, size: int) -> Image.Image:
+    """The t1 stage alone, filling a square image."""
+    return stage_canvases(scene, 2 * size)[0].resize((size, size), Image.Resampling.LANCZOS)
+
+
+def _dense_grid(scene: Scene, size: int, grid: tuple[int, int]) -> Image.Image:
+    """Rows of panels, row r showing stage r (of four) in every panel, white gutters."""
+    rows, cols = grid
+    gutter = gutter_width(size)
+    cell_w, cell_h = (size - (cols - 1) * gutter) // cols, (size - (rows - 1) * gutter) // rows
+    canvases = stage_canvases(scene, 2 * max(cell_w, cell_h))
+    sheet = Image.new("RGB", (size, size), WHITE)
+    for r in range(rows):
+        stage = canvases[min(r * len(canvases) // rows, len(canvases) - 1)]
+        cell = stage.resize((cell_w, cell_h), Image.Resampling.LANCZOS)
+        for c in range(cols):
+            sheet.paste(cell, (c * (cell_w + gutter), r * (cell_h + gutter)))
+    return sheet
 
 
 def _sheet_of(canvases: Sequence[Image.Image], order: Sequence[int], size: int) -> Image.Image:
