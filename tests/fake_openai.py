@@ -1,14 +1,21 @@
-"""A real HTTP server on 127.0.0.1 that speaks the Chat Completions protocol, for tests.
+"""A real HTTP server on 127.0.0.1 that speaks the Chat Completions and Images protocols,
+for tests.
 
 It reads the case specification out of the judge's request and answers like a careful
 judge would (every applicable dimension scored, every predicate and forbidden state
-answered), so the real ``openai`` client and the real judge code run end to end. Faults can
-be injected: a queue of named faults, and/or a seeded random rate.
+answered), so the real ``openai`` client and the real judge code run end to end. The images
+endpoints (generations: JSON; edits: multipart) answer with a PNG drawn from the prompt, a
+square of the requested size, and token usage like the real API. Faults can be injected: a
+queue of named faults, and/or a seeded random rate.
 """
 
 from __future__ import annotations
 
+import base64
+import email.parser
+import email.policy
 import hashlib
+import io
 import json
 import random
 import re
@@ -22,8 +29,22 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from PIL import Image, ImageDraw
+
 FAULTS = ("429", "500", "503", "timeout", "reset", "malformed", "schema", "refusal", "empty",
           "truncated")
+# Faults the images endpoints serve: the transport ones above, then refusals and bad payloads.
+IMAGE_FAULTS = ("429", "500", "503", "timeout", "reset", "malformed", "content_policy",
+                "no_data", "bad_b64", "not_image")
+CHAT_ROUTE = "/chat/completions"
+GENERATIONS_ROUTE = "/images/generations"
+EDITS_ROUTE = "/images/edits"
+ROUTES = (CHAT_ROUTE, GENERATIONS_ROUTE, EDITS_ROUTE)
+# Usage the images endpoints report: 1056 output tokens is a medium 1024x1024 image.
+OUTPUT_IMAGE_TOKENS = 1056
+EDIT_INPUT_IMAGE_TOKENS = 388
+REFUSAL_MESSAGE = ("Your request was rejected by the safety system. "
+                   "safety_violations=[violence].")
 C_DIMS = [f"C{i}" for i in range(10)]
 D_DIMS = [f"D{i}" for i in range(15)]
 
@@ -40,8 +61,14 @@ class ServerState:
     # Answers chat requests that are not structured judgments (order probes, yes/no question
     # chains): takes the request, returns the message content. None: the judge's answer.
     responder: Callable[[dict[str, Any]], str] | None = None
+    # Images: the side of the square the server draws (None: the requested size), and the
+    # revised prompt it reports (None: none, like gpt-image models).
+    image_side: int | None = None
+    revised_prompt: str | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)  # images served by URL
     faults_served: Counter[str] = field(default_factory=Counter)
     answered_cases: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
@@ -124,19 +151,29 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         state = self.server.state
+        route = next((r for r in ROUTES if self.path.endswith(r)), None)
         length = int(self.headers.get("content-length", "0"))
-        request = json.loads(self.rfile.read(length))
+        body = self.rfile.read(length)
+        # Route first: the edits endpoint sends multipart/form-data, the others JSON.
+        if route == EDITS_ROUTE:
+            request = parse_multipart(self.headers.get("content-type", ""), body)
+        else:
+            request = json.loads(body)
         with state.lock:
             state.requests.append(request)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
-        if not self.path.endswith("/chat/completions"):
+            state.paths.append(self.path)
+        if route is None:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
         with state.lock:
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
-            self._answer(state, request)
+            if route == CHAT_ROUTE:
+                self._answer(state, request)
+            else:
+                self._answer_image(state, request, edit=route == EDITS_ROUTE)
         finally:
             with state.lock:
                 state.in_flight -= 1
@@ -159,21 +196,11 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, _completion(json.dumps(answer)))
 
     def _fault(self, fault: str, request: dict[str, Any]) -> None:
-        if fault == "429":
-            self._send(429, {"error": {"message": "rate limited"}},
-                       {"retry-after": "0", "retry-after-ms": "20"})
-        elif fault in ("500", "503"):
-            self._send(int(fault), {"error": {"message": f"server error {fault}"}})
-        elif fault == "timeout":
-            time.sleep(self.server.state.timeout_sleep_s)
-            self._send(200, _completion(json.dumps(answer_for(request, 8))))
-        elif fault == "reset":
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                       b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            self.connection.close()
-        elif fault == "malformed":
-            self._send_raw(200, b'{"id": "chatcmpl-test", "choices": [')
-        elif fault == "schema":
+        if self._transport_fault(
+                fault, lambda: self._send(200, _completion(json.dumps(answer_for(request, 8)))),
+                b'{"id": "chatcmpl-test", "choices": ['):
+            return
+        if fault == "schema":
             broken = answer_for(request, 8)
             del broken["diagnostic"]
             self._send(200, _completion(json.dumps(broken)))
@@ -186,6 +213,83 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, _completion(text[: len(text) // 2], finish="length"))
         else:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+
+    def _transport_fault(self, fault: str, answer: Callable[[], None],
+                         malformed: bytes) -> bool:
+        """Faults of any endpoint; False when ``fault`` is not one of them."""
+        if fault == "429":
+            self._send(429, {"error": {"message": "rate limited"}},
+                       {"retry-after": "0", "retry-after-ms": "20"})
+        elif fault in ("500", "503"):
+            self._send(int(fault), {"error": {"message": f"server error {fault}"}})
+        elif fault == "timeout":
+            time.sleep(self.server.state.timeout_sleep_s)
+            answer()
+        elif fault == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            self.connection.close()
+        elif fault == "malformed":
+            self._send_raw(200, malformed)
+        else:
+            return False
+        return True
+
+    # ------------------------------------------------------------ images
+
+    def _answer_image(self, state: ServerState, request: dict[str, Any], edit: bool) -> None:
+        if state.latency_s:
+            time.sleep(state.latency_s)
+        fault = state.next_fault()
+        if fault is not None:
+            with state.lock:
+                state.faults_served[fault] += 1
+            self._image_fault(fault, request, edit)
+            return
+        answer = images_response(request, edit, state.image_side, state.revised_prompt)
+        if request.get("response_format") == "url":
+            answer["data"] = [{"url": self._keep_file(base64.b64decode(item.pop("b64_json"))),
+                               **item} for item in answer["data"]]
+        self._send(200, answer)
+
+    def _keep_file(self, data: bytes) -> str:
+        """Where a GET fetches ``data`` later (``response_format=url``)."""
+        with self.server.state.lock:
+            name = f"{len(self.server.state.files)}.png"
+            self.server.state.files[name] = data
+        return f"{self.server.base_url}/files/{name}"
+
+    def do_GET(self) -> None:
+        name = self.path.rpartition("/files/")[2]
+        data = self.server.state.files.get(name)
+        if data is None:
+            self._send(404, {"error": {"message": f"no file {self.path}"}})
+            return
+        self.send_response(200)
+        self.send_header("content-type", "image/png")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _image_fault(self, fault: str, request: dict[str, Any], edit: bool) -> None:
+        state = self.server.state
+        if self._transport_fault(
+                fault, lambda: self._send(200, images_response(request, edit, state.image_side)),
+                b'{"created": 1, "data": ['):
+            return
+        if fault == "content_policy":
+            self._send(400, {"error": {"message": REFUSAL_MESSAGE, "param": None,
+                                       "type": "image_generation_user_error",
+                                       "code": "moderation_blocked"}})
+        elif fault == "no_data":
+            self._send(200, {"created": int(time.time()), "data": []})
+        elif fault == "bad_b64":
+            self._send(200, {"created": int(time.time()), "data": [{"b64_json": "@@not base64"}]})
+        elif fault == "not_image":
+            text = base64.b64encode(b"this is not an image").decode("ascii")
+            self._send(200, {"created": int(time.time()), "data": [{"b64_json": text}]})
+        else:
+            raise ValueError(f"unknown image fault {fault!r}; known: {', '.join(IMAGE_FAULTS)}")
 
     def _send(self, status: int, body: dict[str, Any],
               headers: dict[str, str] | None = None) -> None:
@@ -204,6 +308,70 @@ class Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (its timeout): nothing to answer
 
 
+def parse_multipart(content_type: str, body: bytes) -> dict[str, Any]:
+    """A multipart/form-data body as fields: text as str, files as dicts with their bytes."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+    fields: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = str(part.get_param("name", header="content-disposition"))
+        data = part.get_payload(decode=True)
+        assert isinstance(data, bytes)
+        filename = part.get_filename()
+        fields[name] = data.decode() if filename is None else {
+            "filename": filename, "content_type": part.get_content_type(), "data": data}
+    return fields
+
+
+def requested_side(request: dict[str, Any]) -> tuple[int, int]:
+    """``size`` as (width, height); ``auto`` or none is 1024 x 1024 like the real API."""
+    size = str(request.get("size") or "auto")
+    if size == "auto":
+        return 1024, 1024
+    width, _, height = size.partition("x")
+    return int(width), int(height)
+
+
+def drawn_png(prompt: str, size: tuple[int, int]) -> bytes:
+    """Four panels whose colours come from the prompt: the same prompt, the same PNG."""
+    digest = hashlib.sha256(prompt.encode()).digest()
+    image = Image.new("RGB", size, (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    width, height = size
+    for panel in range(4):
+        column, row = panel % 2, panel // 2
+        colour = (digest[3 * panel], digest[3 * panel + 1], digest[3 * panel + 2])
+        draw.rectangle((column * width // 2 + 2, row * height // 2 + 2,
+                        (column + 1) * width // 2 - 3, (row + 1) * height // 2 - 3), fill=colour)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def images_response(request: dict[str, Any], edit: bool, side: int | None = None,
+                    revised_prompt: str | None = None) -> dict[str, Any]:
+    """What ``/images/generations`` and ``/images/edits`` answer for one image."""
+    prompt = str(request.get("prompt", ""))
+    size = (side, side) if side else requested_side(request)
+    text_tokens = max(1, len(prompt) // 4)
+    image_tokens = EDIT_INPUT_IMAGE_TOKENS if edit else 0
+    item: dict[str, Any] = {"b64_json": base64.b64encode(drawn_png(prompt, size)).decode()}
+    if revised_prompt is not None:
+        item["revised_prompt"] = revised_prompt
+    return {
+        "created": int(time.time()), "data": [item],
+        "background": "opaque", "output_format": "png", "size": f"{size[0]}x{size[1]}",
+        "quality": request.get("quality", "medium"),
+        "usage": {"input_tokens": text_tokens + image_tokens,
+                  "input_tokens_details": {"text_tokens": text_tokens,
+                                           "image_tokens": image_tokens},
+                  "output_tokens": OUTPUT_IMAGE_TOKENS,
+                  "output_tokens_details": {"image_tokens": OUTPUT_IMAGE_TOKENS,
+                                            "text_tokens": 0},
+                  "total_tokens": text_tokens + image_tokens + OUTPUT_IMAGE_TOKENS},
+    }
+
+
 class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -219,7 +387,8 @@ class ChatServer(ThreadingHTTPServer):
 @contextmanager
 def chat_server(state: ServerState | None = None) -> Iterator[ChatServer]:
     server = ChatServer(state or ServerState())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits up to one interval, once per test.
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield server

@@ -1,0 +1,349 @@
+"""Model ``openai-images``: OpenAI's images API (gpt-image-1 and later; gpt-image-2 by default),
+or any server that speaks it, through a base URL.
+
+``openai-images[:MODEL][:key=value,...]``, e.g. ``openai-images:gpt-image-1.5`` or
+``openai-images:gpt-image-1:quality=high,api_size=1024x1024``. Single pass: one successful
+request per case and its first image kept. Only transport failures (429 with Retry-After,
+5xx, timeouts, resets) are retried, by the client; a refusal or a bad image is an error with
+its reason, never a reason to ask again. In the scaffold setting the scaffold canvas goes to
+the edits endpoint. The endpoint takes no seed: the case's seed is recorded, and sent only
+when ``send_seed=true`` asks (for compatible servers that honour one).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import io
+import json
+import os
+import time
+import urllib.request
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+from PIL import Image
+
+from .base import Generated, GenerationRequest, ModelError, ModelOptions
+from .overrides import Converter, boolean, choice, parse_overrides, split_argument
+
+INSTALL_HINT = "pip install 'pytest-imagetime[openai]'"
+DEFAULT_MODEL = "gpt-image-2"  # GPT Image 2, the model the ImageTime paper evaluates
+SEED_NOTE = "the images endpoint takes no seed: the case seed is recorded, not sent"
+# Error codes with which an endpoint refuses a prompt; asking again would not change that.
+REFUSAL_CODES = frozenset({"moderation_blocked", "content_policy_violation", "content_filter"})
+# Statuses the client retries (with every 5xx); any other fails at the first answer.
+RETRIED_STATUSES = frozenset({408, 409, 429})
+
+Price = Mapping[str, float]  # USD per 1M tokens by kind: text_input, image_input, ...
+TOKEN_KINDS = ("text_input", "image_input", "image_output", "text_output")
+
+
+def api_size(raw: str) -> str:
+    """``WIDTHxHEIGHT`` or ``auto``, as the endpoint's ``size`` field takes it."""
+    if raw == "auto":
+        return raw
+    width, sep, height = raw.lower().partition("x")
+    if not (sep and width.isdigit() and height.isdigit() and int(width) and int(height)):
+        raise ValueError("give WIDTHxHEIGHT (e.g. 1024x1024) or auto")
+    return f"{int(width)}x{int(height)}"
+
+
+def percent(raw: str) -> int:
+    value = int(raw)
+    if not 0 <= value <= 100:
+        raise ValueError("give an integer from 0 to 100")
+    return value
+
+
+OVERRIDES: Mapping[str, Converter] = {
+    "quality": choice("low", "medium", "high", "auto", "xhigh", "max", "standard", "hd"),
+    "api_size": api_size,
+    "background": choice("auto", "opaque", "transparent"),
+    "moderation": choice("auto", "low"),
+    "output_format": choice("png", "jpeg", "webp"),
+    "output_compression": percent,
+    "input_fidelity": choice("low", "high"),  # edits only
+    "style": choice("vivid", "natural"),  # dall-e-3
+    "response_format": choice("b64_json", "url"),
+    "send_seed": boolean,
+}
+# Overrides that are request fields of the same name, per endpoint (the edits endpoint takes
+# no moderation or style; generations no input_fidelity).
+GENERATION_FIELDS = ("quality", "background", "moderation", "output_format",
+                     "output_compression", "style", "response_format")
+EDIT_FIELDS = ("quality", "background", "output_format", "output_compression",
+               "input_fidelity", "response_format")
+
+
+def _openai() -> Any:
+    try:
+        import openai
+    except ImportError:
+        raise ImportError(f"the openai-images model needs the openai package: {INSTALL_HINT}"
+                          ) from None
+    return openai
+
+
+# ------------------------------------------------------------------ prices and costs
+
+
+@functools.cache
+def shipped_prices() -> dict[str, Price]:
+    text = resources.files("pytest_imagetime").joinpath("data/image_prices.json").read_text()
+    return {str(model): {str(kind): float(usd) for kind, usd in entry.items()}
+            for model, entry in json.loads(text)["prices"].items()}
+
+
+def price_for(model: str) -> Price | None:
+    """The shipped price of ``model``; the longest model-name prefix wins, so dated snapshots
+    (``gpt-image-1-2025-04-23``) find their family."""
+    table = shipped_prices()
+    if model in table:
+        return table[model]
+    prefixes = [name for name in table if model.startswith(name + "-")]
+    return table[max(prefixes, key=len)] if prefixes else None
+
+
+def _count(details: Any, name: str) -> int:
+    return int(getattr(details, name, 0) or 0)
+
+
+def token_counts(usage: Any) -> dict[str, int]:
+    """The reported usage by priced kind. Without a breakdown, input counts as text and
+    output as image (what a prompt-only request is)."""
+    inputs = getattr(usage, "input_tokens_details", None)
+    outputs = getattr(usage, "output_tokens_details", None)
+    input_total, output_total = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+    return {
+        "text_input": _count(inputs, "text_tokens") if inputs else input_total,
+        "image_input": _count(inputs, "image_tokens") if inputs else 0,
+        "image_output": _count(outputs, "image_tokens") if outputs else output_total,
+        "text_output": _count(outputs, "text_tokens") if outputs else 0,
+    }
+
+
+def cost_usd(price: Price, counts: Mapping[str, int]) -> float:
+    return sum(counts[kind] * price.get(kind, 0.0) for kind in TOKEN_KINDS) / 1_000_000
+
+
+def _plain(value: Any) -> Any:
+    """A response object as JSON-ready data (records are JSON)."""
+    dump = getattr(value, "model_dump", None)
+    return dump() if callable(dump) else value
+
+
+def _short(text: str, limit: int = 240) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def decode_image(data: bytes) -> Image.Image:
+    """The returned file as an RGB image; anything Pillow cannot read is a ModelError."""
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            opened.load()
+            return opened.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise ModelError(f"the endpoint returned an image that cannot be decoded: {exc}"
+                         ) from None
+
+
+def decode_b64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ModelError(f"the endpoint returned invalid base64 image data: {exc}") from None
+
+
+# ------------------------------------------------------------------ the backend
+
+
+class OpenAIImagesModel:
+    """One square motion sheet per request from an OpenAI-compatible images endpoint."""
+
+    accepts_reference = True  # the scaffold setting goes to the edits endpoint
+
+    def __init__(self, argument: str | None = None, *, name: str = "openai-images",
+                 options: ModelOptions | None = None) -> None:
+        self.options = options or ModelOptions()
+        # Imported at start-up: a missing package stops the run before any case runs.
+        self._sdk = _openai()
+        target, overrides = split_argument(argument)
+        self.model = target or DEFAULT_MODEL
+        self.overrides: dict[str, Any] = parse_overrides(overrides, OVERRIDES, name)
+        self._spec = f"{name}:{argument}" if argument else name
+        self.api_key = self._api_key()
+        self.price = price_for(self.model)
+        # One client for every generating thread: it is thread-safe and pools connections.
+        self._client: Any = self._sdk.OpenAI(
+            api_key=self.api_key or "unused", base_url=self.base_url,
+            timeout=self.options.timeout_s, max_retries=self.options.retries)
+
+    def _api_key(self) -> str | None:
+        env = self.options.key_env
+        if env is None:
+            return None
+        key = os.environ.get(env)
+        if not key:
+            raise ValueError(f"the openai-images model needs an API key in the environment "
+                             f"variable {env} (or --imagetime-model-key-env=NAME for another "
+                             f"variable, 'none' for a server without keys)")
+        return key
+
+    @property
+    def name(self) -> str:
+        return self._spec
+
+    @property
+    def base_url(self) -> str | None:
+        return self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    @property
+    def concurrency(self) -> int:
+        """Requests the run may have in flight at once; generate is thread-safe."""
+        return self.options.concurrency
+
+    def config(self) -> Mapping[str, Any]:
+        return {"backend": "openai-images", "model": self.model, "base_url": self.base_url,
+                "overrides": dict(sorted(self.overrides.items()))}
+
+    # ------------------------------------------------------------ one sheet
+
+    @staticmethod
+    def is_edit(request: GenerationRequest) -> bool:
+        """The scaffold canvas is edited; a reference image (one t1 picture) is generated."""
+        return request.scaffold is not None and request.kind != "reference"
+
+    def api_size(self, request: GenerationRequest) -> str:
+        return str(self.overrides.get("api_size") or f"{request.size}x{request.size}")
+
+    def request_fields(self, request: GenerationRequest) -> dict[str, Any]:
+        """The call's arguments. Optional fields travel in ``extra_body``: every SDK version
+        sends them, whether or not its signature knows them yet."""
+        names = EDIT_FIELDS if self.is_edit(request) else GENERATION_FIELDS
+        extra = {k: self.overrides[k] for k in names if k in self.overrides}
+        if self.overrides.get("send_seed"):
+            extra["seed"] = request.seed
+        fields: dict[str, Any] = {"model": self.model, "prompt": request.text, "n": 1,
+                                  "size": self.api_size(request)}
+        if extra:
+            fields["extra_body"] = extra
+        if self.is_edit(request) and request.scaffold is not None:
+            fields["image"] = ("scaffold.png", png_bytes(request.scaffold), "image/png")
+        return fields
+
+    def generate(self, *, request: GenerationRequest) -> Generated:
+        started = time.perf_counter()
+        response, request_id = self._call(request)
+        image, delivery, count = self._first_image(response)
+        seconds = time.perf_counter() - started
+        details = self._details(request, response, request_id, image)
+        details.update(delivery=delivery, images_returned=count, seconds=round(seconds, 3))
+        return Generated(image, details)
+
+    def _call(self, request: GenerationRequest) -> tuple[Any, str | None]:
+        """The parsed response and its request id; every failure a ModelError with its reason.
+        Transport failures were already retried by the client: they end here."""
+        openai = self._sdk
+        images = self._client.images.with_raw_response
+        call = images.edit if self.is_edit(request) else images.generate
+        try:
+            raw = call(**self.request_fields(request))
+            return raw.parse(), raw.headers.get("x-request-id")
+        except openai.APIStatusError as exc:
+            raise ModelError(self._redact(self._status_reason(exc))) from None
+        except openai.APITimeoutError:
+            raise ModelError(f"the images endpoint timed out ({self.options.timeout_s:g} s, "
+                             f"{self.options.retries} retries)") from None
+        except openai.APIConnectionError as exc:
+            raise ModelError(self._redact(f"cannot reach the images endpoint "
+                                          f"{self.base_url or 'api.openai.com'}: {exc}")
+                             ) from None
+        except openai.APIError as exc:
+            raise ModelError(self._redact(f"bad response from the images endpoint: "
+                                          f"{_short(str(exc))}")) from None
+        except ValueError as exc:  # a response body that is not JSON
+            raise ModelError(self._redact(f"the images endpoint's response is not JSON: "
+                                          f"{_short(str(exc))}")) from None
+
+    def _status_reason(self, exc: Any) -> str:
+        body = exc.body if isinstance(exc.body, dict) else {}
+        message = str(body.get("message") or exc.message)
+        code = getattr(exc, "code", None) or body.get("code")
+        if exc.status_code == 400 and code in REFUSAL_CODES:
+            return f"the endpoint refused the prompt (content policy): {_short(message)}"
+        status = int(exc.status_code)
+        retried = status in RETRIED_STATUSES or status >= 500
+        after = f" after {self.options.retries} retries" if retried else ""
+        return f"HTTP {status} from the images endpoint{after}: {_short(exc.message)}"
+
+    def _first_image(self, response: Any) -> tuple[Image.Image, str, int]:
+        """The first image (single pass: any others are ignored), how it came, how many did."""
+        data = getattr(response, "data", None) or []
+        if not data:
+            raise ModelError("the images endpoint answered without image data")
+        first = data[0]
+        b64 = getattr(first, "b64_json", None)
+        url = getattr(first, "url", None)
+        if b64:
+            return decode_image(decode_b64(b64)), "b64_json", len(data)
+        if url:
+            return decode_image(self._fetch(str(url))), "url", len(data)
+        raise ModelError("the images endpoint's answer has neither b64_json nor url")
+
+    def _fetch(self, url: str) -> bytes:
+        """An image the endpoint left at a URL (``response_format=url``); fetched once."""
+        try:
+            with urllib.request.urlopen(url, timeout=self.options.timeout_s) as answer:
+                data: bytes = answer.read()
+                return data
+        except (OSError, ValueError) as exc:
+            raise ModelError(self._redact(f"cannot fetch the image at {_short(url, 120)}: "
+                                          f"{exc}")) from None
+
+    def _details(self, request: GenerationRequest, response: Any, request_id: str | None,
+                 image: Image.Image) -> dict[str, Any]:
+        first = (getattr(response, "data", None) or [None])[0]
+        usage = getattr(response, "usage", None)
+        reported = {k: getattr(response, k, None)
+                    for k in ("size", "quality", "background", "output_format")}
+        details: dict[str, Any] = {
+            "model": self.model,
+            "endpoint": "edits" if self.is_edit(request) else "generations",
+            "api_size": self.api_size(request), **self.overrides,
+            "requested_size": request.size, "returned_size": [image.width, image.height],
+            "seed": request.seed, "seed_sent": bool(self.overrides.get("send_seed")),
+            "request_id": request_id, "response_id": getattr(response, "id", None),
+            "created": getattr(response, "created", None),
+            "revised_prompt": getattr(first, "revised_prompt", None),
+            "reported": {k: v for k, v in reported.items() if v is not None},
+            "usage": _plain(usage),
+        }
+        if not details["seed_sent"]:
+            details["seed_note"] = SEED_NOTE
+        details.update(self._cost(usage))
+        return details
+
+    def _cost(self, usage: Any) -> dict[str, Any]:
+        if usage is None:
+            return {"cost_usd": None, "cost_note": "the endpoint reported no token usage"}
+        if self.price is None:
+            return {"cost_usd": None,
+                    "cost_note": f"no price for {self.model!r} in image_prices.json"}
+        return {"cost_usd": round(cost_usd(self.price, token_counts(usage)), 6),
+                "tokens": token_counts(usage)}
+
+    def _redact(self, text: str) -> str:
+        """The key never leaves this object: not in errors, logs or reports."""
+        if self.api_key:
+            text = text.replace(self.api_key, "***")
+        return text
