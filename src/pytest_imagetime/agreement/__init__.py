@@ -1,0 +1,1 @@
+"""Agreement between two label tables: a judge against people, or two annotators."""
