@@ -9,8 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
+from .agreement.command import add_parser as agree_parser
 from .cases import builtin_cases_dir
+from .labels.command import add_parser as label_parser
 from .lint import lint_paths
+from .probe.commands import add_commands as probe_commands
 from .report.summary import summary_lines
 
 
@@ -183,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--allow-judge-change", action="store_true",
                       help="Compare runs scored by different judges or rubrics.")
     comp.set_defaults(func=_compare)
+    agree_parser(sub)
+    label_parser(sub)
+    probe_commands(sub)
     return parser
 
 
