@@ -21,6 +21,7 @@ from .models.devices import DeviceError, parse_devices
 from .rubric import SETTINGS, Setting
 from .sheet_prompts import SHEET, GridError, parse_grid
 
+SUITES = ("imagetime", "tempviz")
 DEFAULT_JUDGE = "vlm"
 DEFAULT_OUT = "reports"
 DEFAULT_SIZE = 1024
@@ -57,10 +58,12 @@ class Options:
     reference_dir: Path | None = None
     reference_model: str | None = None
     grid: tuple[int, int] = SHEET
+    suite: str = "imagetime"
 
     @property
     def active(self) -> bool:
-        return bool(self.models)
+        """The ImageTime suite runs: a model is given and no other suite is chosen."""
+        return bool(self.models) and self.suite == "imagetime"
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -74,6 +77,8 @@ def add_options(parser: pytest.Parser) -> None:
     option("model", "Image model to benchmark, as NAME or NAME:ARG (procedural, "
            "procedural:copied, files:DIR, ...); repeat for several. Without it the plugin "
            "collects nothing.", ini_type="args", action="append", default=None)
+    option("suite", f"Benchmark suite: {' or '.join(SUITES)} (default: imagetime); tempviz "
+           "needs --imagetime-tempviz-data.")
     option("judge", f"Judge that scores the sheets (default: {DEFAULT_JUDGE}).")
     model_defaults = ModelOptions()
     option("devices", "Accelerators for local backends: auto (default: one GPU per xdist "
@@ -345,7 +350,15 @@ def parse_options(config: pytest.Config) -> Options:
         reference_dir=_reference_dir(config, setting),
         reference_model=_raw(config, "reference-model"),
         grid=_grid(config, setting),
+        suite=_suite(config),
     )
+
+
+def _suite(config: pytest.Config) -> str:
+    suite = str(_raw(config, "suite") or "imagetime")
+    if suite not in SUITES:
+        raise _fail("suite", suite, f"use one of {', '.join(SUITES)}")
+    return suite
 
 
 def _reference_dir(config: pytest.Config, setting: str) -> Path | None:
