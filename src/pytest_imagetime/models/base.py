@@ -59,7 +59,7 @@ class ModelOptions:
     key_env: str | None = "OPENAI_API_KEY"  # None: the endpoint needs no key
     timeout_s: float = 300.0
     retries: int = 2  # transport retries (429, 5xx, timeouts); never retries for quality
-    concurrency: int = 1  # hosted backends: requests in flight at once per pytest process
+    concurrency: int = 4  # hosted backends: requests in flight at once per pytest process
 
     def device(self) -> str | None:
         """This process's torch device ("cuda:1", "cpu"); None: the backend's default. Asks
