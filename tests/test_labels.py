@@ -461,3 +461,19 @@ def test_form_in_a_browser_round_trip(runs: Runs, tmp_path: Path,
     assert "labels: categorical" in out
     assert re.search(r"overall\s+2\s+0\s", out)
     assert "8 rows of" in err  # the judge's items nobody labelled
+
+
+def test_runs_are_found_from_any_level_of_the_output(tmp_path: Path) -> None:
+    from pytest_imagetime.labels.runs import RunError, run_dirs
+
+    for run in ("procedural/pixel", "procedural/vlm", "other/pixel"):
+        (tmp_path / run).mkdir(parents=True)
+        (tmp_path / run / "report.json").write_text("{}")
+    assert run_dirs([str(tmp_path)]) == [tmp_path / "other/pixel", tmp_path / "procedural/pixel",
+                                         tmp_path / "procedural/vlm"]
+    assert run_dirs([str(tmp_path / "procedural")]) == [tmp_path / "procedural/pixel",
+                                                         tmp_path / "procedural/vlm"]
+    assert run_dirs([str(tmp_path / "other/pixel/report.json")]) == [tmp_path / "other/pixel"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunError, match=r"no report\.json under"):
+        run_dirs([str(tmp_path / "empty")])

@@ -62,7 +62,8 @@ class RunItem:
 
 
 def run_dirs(paths: Sequence[str]) -> list[Path]:
-    """Run directories from run directories, report.json files or output directories."""
+    """Run directories from run directories (model/judge), model directories (one run per
+    judge), report.json files or output directories."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -71,7 +72,8 @@ def run_dirs(paths: Sequence[str]) -> list[Path]:
         elif (path / "report.json").is_file():
             found.append(path)
         elif path.is_dir():
-            found.extend(p.parent for p in sorted(path.glob("*/*/report.json")))
+            reports = [*path.glob("*/report.json"), *path.glob("*/*/report.json")]
+            found.extend(p.parent for p in sorted(reports))
         else:
             raise RunError(f"{raw}: no such file or directory")
     if not found:
