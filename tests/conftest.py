@@ -6,6 +6,22 @@ from pytest_imagetime.cases import Case
 from tests.builders import make_case
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-gpu", action="store_true", default=False,
+                     help="also run the tests marked gpu (they need a CUDA device)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """GPU tests are opt-in: without --run-gpu they are deselected (and counted as such),
+    never skipped in silence; with it, a missing GPU fails them."""
+    if config.getoption("--run-gpu"):
+        return
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu:
+        config.hook.pytest_deselected(items=gpu)
+        items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+
+
 @pytest.fixture
 def case() -> Case:
     return make_case()

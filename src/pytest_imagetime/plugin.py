@@ -104,8 +104,8 @@ def _check_model_fits(spec: str, model: ImageModel, options: Options) -> None:
         raise pytest.UsageError(
             f"--imagetime-model={spec}: this backend cannot complete a scaffold (it takes no "
             f"reference image); the scaffold setting needs an edit-capable backend: "
-            f"flux-kontext, qwen-image-edit, openai-images, diffusers:REPO:edit=true, or a "
-            f"third-party backend with accepts_reference")
+            f"flux-kontext, qwen-image-edit, flux2-dev, openai-images, "
+            f"diffusers:REPO:edit=true, or a third-party backend with accepts_reference")
 
 
 class ImagetimeSession:
