@@ -1,0 +1,171 @@
+"""Images per second through the plugin against a bare loop over the same pipeline.
+
+A tiny, randomly initialised diffusers pipeline (the same builders as the tests: no weights
+are downloaded) draws the prompts of the first N cases, once in a bare loop
+(``from_pretrained`` then ``pipe(prompt, generator=...)``) and once through pytest with
+``--imagetime-model=diffusers:PATH``. Both are timed from their first image to their last,
+start-up left out (pytest's collection, the import of torch, the loading of the pipeline), so
+the ratio is what the plugin adds to each image: storing it, its record, the pixel facts and
+the pixel judge. Then the plugin again with ``--imagetime-batch-size=B``.
+
+    python benchmarks/generation.py [--n 120] [--repeat 3] [--kind sd] [--steps 2]
+                                    [--size 64] [--device cpu|cuda] [--batch 8]
+
+Targets: plugin within 5% of the bare loop on the CPU, 2% on a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from importlib.metadata import version
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# Times the items after the first (whose setup loads torch and the pipeline, as the bare
+# loop's warm-up call does): from the first item's end to the last item's end.
+TIMING_PLUGIN = """\
+import json, os, time
+
+_times = {"items": 0}
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    now = time.perf_counter()
+    _times.setdefault("first", now)
+    _times["last"] = now
+    _times["items"] += 1
+
+
+def pytest_sessionfinish(session):
+    if _times:
+        with open(os.environ["IMAGETIME_BENCH_TIMES"], "w") as out:
+            json.dump(_times, out)
+"""
+
+BARE_LOOP = """\
+import json, sys, time
+import torch
+from diffusers import DiffusionPipeline
+
+path, device, steps, size, prompts_file = sys.argv[1:6]
+prompts = json.loads(open(prompts_file).read())
+pipe = DiffusionPipeline.from_pretrained(path).to(device)
+pipe.set_progress_bar_config(disable=True)
+pipe(prompts[0][1], num_inference_steps=int(steps), height=int(size), width=int(size),
+     generator=torch.Generator(device).manual_seed(0))  # warm-up, as the plugin's first item
+start = time.perf_counter()
+for seed, prompt in prompts:
+    image = pipe(prompt, num_inference_steps=int(steps), height=int(size), width=int(size),
+                 generator=torch.Generator(device).manual_seed(seed)).images[0]
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+
+
+def case_prompts(n: int) -> tuple[list[Path], list[tuple[int, str]]]:
+    """The first n packaged cases (whole files), with each case's seed and prompt."""
+    from pytest_imagetime.cases import builtin_cases_dir, load_case_file
+    from pytest_imagetime.runner import case_seed
+
+    files: list[Path] = []
+    prompts: list[tuple[int, str]] = []
+    for path in sorted(builtin_cases_dir().glob("*.yaml")):
+        if len(prompts) >= n:
+            break
+        files.append(path)
+        prompts += [(case_seed(0, case.id), case.prompt) for case in load_case_file(path)]
+    return files, prompts
+
+
+def bare(work: Path, pipeline: Path, device: str, steps: int, size: int,
+         prompts: Sequence[tuple[int, str]]) -> float:
+    script = work / "bare.py"
+    script.write_text(BARE_LOOP)
+    prompts_file = work / "prompts.json"
+    prompts_file.write_text(json.dumps(list(prompts)))
+    out = subprocess.run([sys.executable, str(script), str(pipeline), device, str(steps),
+                          str(size), str(prompts_file)], capture_output=True, text=True,
+                         check=True)
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
+
+
+def through_plugin(work: Path, pipeline: Path, device: str, steps: int, size: int,
+                   files: Sequence[Path], batch: int) -> tuple[float, int]:
+    run = Path(tempfile.mkdtemp(dir=work))
+    (run / "timing_plugin.py").write_text(TIMING_PLUGIN)
+    times = run / "times.json"
+    path = os.pathsep.join(filter(None, [str(run), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "IMAGETIME_BENCH_TIMES": str(times), "PYTHONPATH": path}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+           "timing_plugin", *map(str, files), f"--imagetime-model=diffusers:{pipeline}"
+           f":steps={steps}", f"--imagetime-size={size}", "--imagetime-judge=pixel",
+           f"--imagetime-devices={device}", f"--imagetime-batch-size={batch}",
+           "--imagetime-progress=0"]
+    proc = subprocess.run(cmd, cwd=run, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+    stamps = json.loads(times.read_text())
+    report = json.loads(next(run.rglob("report.json")).read_text())
+    if report["aggregate"]["errors"]:
+        sys.exit(f"{report['aggregate']['errors']} items failed to generate:\n"
+                 f"{proc.stdout[-3000:]}")
+    return stamps["last"] - stamps["first"], int(stamps["items"]) - 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="generation throughput through the plugin")
+    parser.add_argument("--n", type=int, default=120, help="at least this many cases")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--kind", default="sd", help="tiny pipeline: sd, sdxl, flux")
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--size", type=int, default=64)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch", type=int, default=8)
+    args = parser.parse_args()
+
+    import torch
+    from tests.tiny_pipelines import save_pipeline
+
+    files, prompts = case_prompts(args.n)
+    with tempfile.TemporaryDirectory(prefix="imagetime-generation-") as tmp:
+        work = Path(tmp)
+        pipeline = save_pipeline(args.kind, work / "pipeline")
+        results: dict[str, list[float]] = {"bare": [], "plugin": [], "batched": []}
+        for _ in range(args.repeat):
+            results["bare"].append(len(prompts) / bare(work, pipeline, args.device, args.steps,
+                                                       args.size, prompts))
+            seconds, items = through_plugin(work, pipeline, args.device, args.steps, args.size,
+                                            files, 1)
+            results["plugin"].append(items / seconds)
+            seconds, items = through_plugin(work, pipeline, args.device, args.steps, args.size,
+                                            files, args.batch)
+            results["batched"].append(items / seconds)
+    device = (torch.cuda.get_device_name(0) if args.device.startswith("cuda")
+              else platform.processor() or "cpu")
+    print(f"machine: {os.cpu_count()} cores, {device}, Python {platform.python_version()}, "
+          f"torch {torch.__version__}, diffusers {version('diffusers')}")
+    print(f"tiny {args.kind} pipeline, {args.steps} steps, {args.size} px, {len(prompts)} "
+          f"prompts, device {args.device}; images/s, median of {args.repeat} [min-max]\n")
+    median = {k: statistics.median(v) for k, v in results.items()}
+    for name, label in (("bare", "bare loop"), ("plugin", "plugin, batch 1"),
+                        ("batched", f"plugin, batch {args.batch}")):
+        values = results[name]
+        print(f"{label:<18} {median[name]:8.2f} [{min(values):.2f}-{max(values):.2f}]")
+    target = 0.98 if args.device.startswith("cuda") else 0.95
+    ratio = median["plugin"] / median["bare"]
+    print(f"\nplugin / bare: {ratio:.3f} (target >= {target}) "
+          f"{'PASS' if ratio >= target else 'MISS'}")
+    print(f"batch {args.batch} speed-up over batch 1: {median['batched'] / median['plugin']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
