@@ -300,3 +300,13 @@ def test_hooks_add_conditions_and_extend_the_report(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(["*team rule: variant 2 needs D9 >= 11 (got *)"])
     report = _reports(pytester.path / "reports")["procedural/pixel"]
     assert report["extra"] == {"checkpoint": "step-1200"}
+
+
+def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
+    """argparse formats help texts with %: a stray one would break ``pytest --help``."""
+    result = pytester.runpytest("--help")
+    assert result.ret == 0
+    text = result.stdout.str()
+    for option in ("--imagetime-model=", "--imagetime-gate-significant", "--imagetime-grid=",
+                   "--imagetime-devices=", "--imagetime-reference-model="):
+        assert option in text

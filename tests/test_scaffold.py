@@ -142,7 +142,8 @@ def test_a_backend_without_references_cannot_take_a_scaffold(pytester: pytest.Py
                   "--imagetime-reference-model=procedural")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--imagetime-model=text-only: this backend cannot complete a "
-                                 "scaffold*flux-kontext, qwen-image-edit, flux2-dev, openai-images*"])
+                                 "scaffold*flux-kontext, qwen-image-edit, flux2-dev, "
+                                 "openai-images*"])
 
 
 def test_reference_sources(tmp_path: Path) -> None:

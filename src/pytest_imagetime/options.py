@@ -149,7 +149,7 @@ def add_options(parser: pytest.Parser) -> None:
     option("min", "Absolute floors, e.g. L3:6.0,overall:5 (same metrics).")
     option("update-baseline", "Write this run's reports as the new baseline.",
            ini_type="bool", action="store_true", default=None)
-    option("gate-significant", "Breach a tolerance only when the drop is significant (95% "
+    option("gate-significant", "Breach a tolerance only when the drop is significant (95 per cent "
            "paired bootstrap interval over the cases entirely beyond it).", ini_type="bool",
            action="store_true", default=None)
     option("allow-judge-change", "Compare with a baseline scored by another judge, judge "
