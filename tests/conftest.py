@@ -11,6 +11,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="also run the tests marked gpu (they need a CUDA device)")
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if config.getoption("--run-gpu"):
+        return None
+    return "gpu tests: deselected (--run-gpu runs them on a CUDA device)"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """GPU tests are opt-in: without --run-gpu they are deselected (and counted as such),
     never skipped in silence; with it, a missing GPU fails them."""
