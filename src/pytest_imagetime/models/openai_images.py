@@ -26,6 +26,7 @@ from typing import Any
 
 from PIL import Image
 
+from ..probe.ask import api_key
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
 
@@ -189,15 +190,9 @@ class OpenAIImagesModel:
             timeout=self.options.timeout_s, max_retries=self.options.retries)
 
     def _api_key(self) -> str | None:
-        env = self.options.key_env
-        if env is None:
-            return None
-        key = os.environ.get(env)
-        if not key:
-            raise ValueError(f"the openai-images model needs an API key in the environment "
-                             f"variable {env} (or --imagetime-model-key-env=NAME for another "
-                             f"variable, 'none' for a server without keys)")
-        return key
+        return api_key(self.options.key_env, "the openai-images model",
+                       "or --imagetime-model-key-env=NAME for another variable, 'none' for a "
+                       "server without keys")
 
     @property
     def name(self) -> str:

@@ -118,8 +118,8 @@ class JsonAsker:
         return text.replace(self.api_key, "***") if self.api_key else text
 
 
-def _parse(response: Any, validator: jsonschema.Draft202012Validator,
-           check: Check | None) -> tuple[str, JSON]:
+def message_text(response: Any) -> str:
+    """The answer's text; InvalidAnswer for no choices, a refusal or a cut-off answer."""
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise InvalidAnswer("the response has no choices")
@@ -129,7 +129,13 @@ def _parse(response: Any, validator: jsonschema.Draft202012Validator,
         raise InvalidAnswer(f"refused: {short(refusal)}")
     if choice.finish_reason == "length":
         raise InvalidAnswer("the answer was cut off (finish_reason=length)")
-    content = choice.message.content or ""
+    content = choice.message.content
+    return content if isinstance(content, str) else ""
+
+
+def _parse(response: Any, validator: jsonschema.Draft202012Validator,
+           check: Check | None) -> tuple[str, JSON]:
+    content = message_text(response)
     try:
         value = json.loads(content)
     except ValueError:

@@ -27,7 +27,7 @@ from ..judges.base import JudgeOptions
 from ..judges.prices import cost_usd
 from ..judges.vlm import InvalidAnswer
 from ..judgment import JudgeError
-from ..probe.ask import JsonAsker, short
+from ..probe.ask import JsonAsker, message_text, short
 from ..store import dir_slug
 from .examples import Example, Examples
 from .prompts import QUESTION_NAMES, QUESTIONS, Prompt
@@ -141,10 +141,6 @@ def parse_instructed(content: str) -> tuple[str, str | None]:
     return ("yes" if ratings[0].group(1).lower() == "accept" else "no"), analysis
 
 
-def _reply(content: Any) -> str:
-    return content if isinstance(content, str) else ""
-
-
 class TextAsker(JsonAsker):
     """The probe's client (retries, error mapping, redaction, prices) for plain-text
     answers."""
@@ -160,7 +156,7 @@ class TextAsker(JsonAsker):
                 usage = getattr(response, "usage", None)
                 tokens_in += int(getattr(usage, "prompt_tokens", 0) or 0)
                 tokens_out += int(getattr(usage, "completion_tokens", 0) or 0)
-                content = _checked(response)
+                content = message_text(response)
                 answer, analysis = parse(content)
             except InvalidAnswer as exc:
                 problems.append(self.redact(str(exc)))
@@ -168,19 +164,6 @@ class TextAsker(JsonAsker):
             return Answer(answer, analysis, content, attempt), tokens_in, tokens_out
         raise JudgeError(f"no valid answer after {len(problems)} attempts: "
                          + " | ".join(problems))
-
-
-def _checked(response: Any) -> str:
-    choices = getattr(response, "choices", None) or []
-    if not choices:
-        raise InvalidAnswer("the response has no choices")
-    choice = choices[0]
-    refusal = getattr(choice.message, "refusal", None)
-    if refusal:
-        raise InvalidAnswer(f"refused: {short(refusal)}")
-    if choice.finish_reason == "length":
-        raise InvalidAnswer("the answer was cut off (finish_reason=length)")
-    return _reply(choice.message.content)
 
 
 class TempvizJudge:
