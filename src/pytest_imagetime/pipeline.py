@@ -2,9 +2,10 @@
 
 Generation is GPU-bound, judging network-bound. Told the items this process will run, in
 order, the pipeline generates them one after another on a background thread and hands each
-sheet to a pool of judge threads as soon as it exists, so the wall time tends to
-max(total generation, total judging / concurrency) instead of their sum. An item's setup
-then only waits for its own result.
+drawing to a pool of threads as soon as it exists; there it is stored, measured (pixel facts)
+and judged, so the wall time tends to max(total generation, total judging / concurrency)
+instead of their sum, and the backend draws the next sheet while the last one is encoded.
+An item's setup then only waits for its own result.
 
 Memory stays flat: at most ``lookahead`` sheets are generated and not yet judged (images are
 on disk; the pool holds only those in flight), and results are dropped once taken.
@@ -25,10 +26,20 @@ from dataclasses import dataclass
 
 from .cases import Case
 from .record import ItemRecord
-from .runner import ItemError, ItemOutcome, RunSpec, Sheet, generate_sheets, judge_sheet
+from .runner import (
+    Drawn,
+    ItemError,
+    ItemOutcome,
+    RunSpec,
+    Sheet,
+    draw_sheets,
+    judge_sheet,
+    store_sheet,
+)
 
 # What an item gets: its scored outcome, or for a dense grid (never judged) its sheet.
 Result = ItemOutcome | Sheet
+Drawing = Sheet | Drawn | ItemError  # what the generation step hands on
 Work = list[tuple["Job", "Future[Result]"]]
 
 
@@ -68,10 +79,10 @@ def model_concurrency(spec: RunSpec) -> int:
 
 class Pipeline:
     def __init__(self, concurrency: int, lookahead: int, budget: CostBudget | None = None,
-                 generate: Callable[[RunSpec, Sequence[Case]], list[Sheet | ItemError]]
-                 = generate_sheets,
+                 generate: Callable[[RunSpec, Sequence[Case]], Sequence[Drawing]] = draw_sheets,
                  judge: Callable[[RunSpec, Case, ItemRecord, Sheet], ItemOutcome] = judge_sheet,
-                 generation_concurrency: int = 1) -> None:
+                 generation_concurrency: int = 1,
+                 store: Callable[[RunSpec, Drawn], Sheet] = store_sheet) -> None:
         self._pool = ThreadPoolExecutor(max_workers=concurrency,
                                         thread_name_prefix="imagetime-judge")
         self._drawers = ThreadPoolExecutor(max_workers=max(1, generation_concurrency),
@@ -79,6 +90,7 @@ class Pipeline:
         self._slots = threading.BoundedSemaphore(max(1, lookahead))
         self._budget = budget or CostBudget(None)
         self._generate = generate
+        self._store = store
         self._judge = judge
         self._futures: dict[str, Future[Result]] = {}
         self._lock = threading.Lock()
@@ -124,16 +136,20 @@ class Pipeline:
 
     # ------------------------------------------------------------ internals
 
-    def _draw(self, spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | ItemError]:
+    def _draw(self, spec: RunSpec, cases: Sequence[Case]) -> Sequence[Drawing]:
         if model_concurrency(spec) > 1:
             return self._generate(spec, cases)
         with self._generating:
             return self._generate(spec, cases)
 
+    def _stored(self, spec: RunSpec, drawing: Sheet | Drawn) -> Sheet:
+        return self._store(spec, drawing) if isinstance(drawing, Drawn) else drawing
+
     def _run_inline(self, job: Job) -> Result:
-        sheet = self._draw(job.spec, [job.case])[0]
-        if isinstance(sheet, ItemError):
-            raise sheet
+        drawing = self._draw(job.spec, [job.case])[0]
+        if isinstance(drawing, ItemError):
+            raise drawing
+        sheet = self._stored(job.spec, drawing)
         if not job.spec.judged:
             return sheet
         self._budget.check()
@@ -205,22 +221,23 @@ class Pipeline:
         except BaseException as exc:  # the items report it; the run goes on
             self._fail_group(group, exc)
             return
-        for (job, future), sheet in zip(group, sheets, strict=True):
-            if isinstance(sheet, ItemError):
-                future.set_exception(sheet)
+        for (job, future), drawing in zip(group, sheets, strict=True):
+            if isinstance(drawing, ItemError):
+                future.set_exception(drawing)
                 self._slots.release()
-            elif not job.spec.judged:
-                future.set_result(sheet)
+                continue
+            try:  # storing and measuring too: the next drawing starts meanwhile
+                self._pool.submit(self._judge_into, job, drawing, future)
+            except RuntimeError as exc:  # the pool is shut down: the session is ending
+                future.set_exception(ItemError(f"not judged: the run is stopping ({exc})"))
                 self._slots.release()
-            else:
-                try:
-                    self._pool.submit(self._judge_into, job, sheet, future)
-                except RuntimeError as exc:  # the pool is shut down: the session is ending
-                    future.set_exception(ItemError(f"not judged: the run is stopping ({exc})"))
-                    self._slots.release()
 
-    def _judge_into(self, job: Job, sheet: Sheet, future: Future[Result]) -> None:
+    def _judge_into(self, job: Job, drawing: Sheet | Drawn, future: Future[Result]) -> None:
         try:
+            sheet = self._stored(job.spec, drawing)
+            if not job.spec.judged:
+                future.set_result(sheet)
+                return
             self._budget.check()
             future.set_result(self._judged(job, sheet))
         except BaseException as exc:

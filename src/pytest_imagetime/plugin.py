@@ -16,7 +16,6 @@ import pytest
 from _pytest._code.code import ExceptionInfo, TerminalRepr
 
 from . import hookspec
-from .canaries import run_canaries
 from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
 from .conditions import explain, unmet_conditions
 from .estimate import estimate, estimate_lines
@@ -204,6 +203,8 @@ class ImagetimeSession:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.options.canaries and not self.options.dry_run \
                 and not _is_xdist_worker(self.config):
+            from .canaries import run_canaries  # draws sheets: numpy only when asked for
+
             self.canaries = run_canaries(self.judge, self.options.setting)
 
     # ------------------------------------------------------------ results (controller)
@@ -464,6 +465,7 @@ class CaseItem(pytest.Item):
         self.run = run
         self.outcome: ItemOutcome | None = None
         self.sheet: Sheet | None = None  # a dense grid's sheet: shown, never judged
+        self._job: Job | None = None
         self._add_markers()
 
     def _add_markers(self) -> None:
@@ -494,7 +496,9 @@ class CaseItem(pytest.Item):
         )
 
     def job(self) -> Job:
-        return Job(self.nodeid, self.run, self.case, self.base_record())
+        if self._job is None:  # asked for when the pipeline is planned, and again at setup
+            self._job = Job(self.nodeid, self.run, self.case, self.base_record())
+        return self._job
 
     def setup(self) -> None:
         session: ImagetimeSession = self.config.stash[session_key]
@@ -505,12 +509,14 @@ class CaseItem(pytest.Item):
             assert isinstance(result, Sheet)
             self.sheet = result
             return
-        self.user_properties.extend(job.base.to_properties())
         base = job.base
         try:
             result = session.pipeline.outcome(job)
         except ItemError as exc:
             self._set_record(base.with_status("error", str(exc)))
+            raise
+        except BaseException:  # still reported, as an error of this case
+            self._set_record(base)
             raise
         assert isinstance(result, ItemOutcome)
         self.outcome = result

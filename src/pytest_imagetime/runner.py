@@ -33,9 +33,11 @@ from .sheet import metrics as pixel_metrics
 from .sheet_prompts import SHEET, sheet_prompt
 from .store import (
     RunPaths,
+    decode_png,
     input_key,
-    load_stored_image,
+    load_stored_bytes,
     load_stored_judgment,
+    rgb_png,
     store_image,
     store_judgment,
 )
@@ -158,15 +160,35 @@ def judgment_key(spec: RunSpec, case: Case, image_sha256: str,
     return input_key(parts)
 
 
-@dataclass(frozen=True)
 class Sheet:
-    """A generated (or reused) sheet, ready to judge."""
+    """A generated (or reused) sheet, ready to judge.
 
-    image: Image.Image
-    sha256: str
-    record: Mapping[str, Any]
-    generated: bool
-    reference: Reference | None = None
+    A reused sheet comes as its checked file and is decoded only when something needs its
+    pixels: resuming a judged item never does. ``metrics`` are the pixel facts measured when
+    the sheet was stored in this process, for the pixel judge to reuse.
+    """
+
+    def __init__(self, image: Image.Image | None, sha256: str, record: Mapping[str, Any],
+                 generated: bool, reference: Reference | None = None, *,
+                 data: bytes | None = None,
+                 metrics: pixel_metrics.SheetMetrics | None = None) -> None:
+        if image is None and data is None:
+            raise ValueError("a sheet needs its image or its file")
+        self._image = image
+        self._data = data
+        self.sha256 = sha256
+        self.record = record
+        self.generated = generated
+        self.reference = reference
+        self.metrics = metrics
+
+    @property
+    def image(self) -> Image.Image:
+        if self._image is None:
+            assert self._data is not None
+            self._image = decode_png(self._data)
+            self._data = None
+        return self._image
 
 
 @dataclass(frozen=True)
@@ -178,6 +200,20 @@ class _Pending:
     reference: Reference | None
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """A sheet the backend has just drawn, not yet stored or measured (``store_sheet``)."""
+
+    item: _Pending
+    generated: Generated
+    seconds: float
+    batch: int  # sheets drawn in the same backend call
+
+    @property
+    def case(self) -> Case:
+        return self.item.case
+
+
 def generate_sheet(spec: RunSpec, case: Case) -> Sheet:
     """The sheet for this case: the stored one when its inputs are unchanged, else a new one."""
     result = generate_sheets(spec, [case])[0]
@@ -187,9 +223,18 @@ def generate_sheet(spec: RunSpec, case: Case) -> Sheet:
 
 
 def generate_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | ItemError]:
-    """Sheets for several cases of one run, in order; those to draw go to the backend in one
-    ``generate_batch`` call when it has one. A failure is that item's ItemError."""
-    results: list[Sheet | ItemError | None] = [None] * len(cases)
+    """Sheets for several cases of one run, in order, drawn and stored here."""
+    return [store_sheet(spec, r) if isinstance(r, Drawn) else r for r in draw_sheets(spec, cases)]
+
+
+def draw_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | Drawn | ItemError]:
+    """The backend's part of several cases of one run, in order: a stored sheet where its
+    inputs are unchanged, else a drawing (those to draw go to the backend in one
+    ``generate_batch`` call when it has one). A failure is that item's ItemError.
+
+    Storing and measuring a drawing (``store_sheet``) is left to the caller, so that a
+    pipeline can do it beside the next drawing instead of between two."""
+    results: list[Sheet | Drawn | ItemError | None] = [None] * len(cases)
     pending: list[_Pending] = []
     for index, case in enumerate(cases):
         try:
@@ -199,16 +244,15 @@ def generate_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | ItemEr
             continue
         request = generation_request(spec, case, reference)
         key = image_key(spec, request, reference)
-        stored = None if spec.regenerate else load_stored_image(spec.paths, case.id, key)
+        stored = None if spec.regenerate else load_stored_bytes(spec.paths, case.id, key)
         if stored is not None:
-            results[index] = Sheet(stored[0], stored[1], stored[2], False, reference)
+            data, digest, record = stored
+            results[index] = Sheet(None, digest, record, False, reference, data=data)
         else:
             pending.append(_Pending(index, case, request, key, reference))
     for item, outcome, seconds in _draw(spec, pending):
-        if isinstance(outcome, ItemError):
-            results[item.index] = outcome
-            continue
-        results[item.index] = _store(spec, item, outcome, seconds, len(pending))
+        results[item.index] = (outcome if isinstance(outcome, ItemError)
+                               else Drawn(item, outcome, seconds, len(pending)))
     return [r for r in results if r is not None]
 
 
@@ -245,44 +289,52 @@ def _model_failure(spec: RunSpec, case: Case, exc: BaseException) -> ItemError:
     return error
 
 
-def _store(spec: RunSpec, item: _Pending, generated: Generated, seconds: float,
-           batch: int) -> Sheet:
+def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
+    """Measure and store a drawn sheet (its file, then its record); raises ItemError when it
+    cannot be written."""
+    item, generated = drawn.item, drawn.generated
     case, request = item.case, item.request
-    image = generated.image.convert("RGB")
+    image = generated.image if generated.image.mode == "RGB" else generated.image.convert("RGB")
     record: dict[str, Any] = {
         "format": IMAGE_RECORD_FORMAT, "input_key": item.key, "model": spec.model.name,
         "model_config": dict(spec.model.config()), "case_id": case.id,
         "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
-        "seed": request.seed, "seconds": round(seconds, 6), "date": now(),
+        "seed": request.seed, "seconds": round(drawn.seconds, 6), "date": now(),
         "width": image.width, "height": image.height, "details": dict(generated.details),
         "plugin_version": __version__,
     }
     if request.text != case.prompt:
         record["prompt"] = request.text
-    if batch > 1:
-        record["batch"] = batch
+    if drawn.batch > 1:
+        record["batch"] = drawn.batch
+    metrics = None
     if spec.grid != SHEET:
         record["grid"] = list(spec.grid)
     else:  # layout facts are about 2x2 sheets
-        record["pixel_metrics"] = pixel_facts(image)
+        metrics = pixel_metrics.analyze(image)
+        record["pixel_metrics"] = _facts(metrics)
     if item.reference is not None:
         record["reference"] = {"sha256": item.reference.sha256,
                                "source": item.reference.source}
-    digest = store_image(spec.paths, case.id, image, record)
+    data = generated.data if rgb_png(generated.data) else None
+    try:
+        digest = store_image(spec.paths, case.id, image, record, data)
+    except OSError as exc:
+        raise ItemError(f"cannot store the sheet of {case.id} in "
+                        f"{spec.paths.image(case.id).parent}: {exc}") from exc
     record["image_sha256"] = digest
-    return Sheet(image, digest, record, True, item.reference)
+    return Sheet(image, digest, record, True, item.reference, metrics=metrics)
 
 
-def obtain_judgment(spec: RunSpec, case: Case, image: Image.Image, image_sha256: str,
-                    reference: Reference | None = None) -> tuple[Judgment, bool]:
+def obtain_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> tuple[Judgment, bool]:
     """The sheet's judgment; with repeats, each repeat stored on its own, then combined."""
-    results = [_one_judgment(spec, case, image, image_sha256, reference, r)
-               for r in range(spec.repeats)]
+    results = [_one_judgment(spec, case, sheet, r) for r in range(spec.repeats)]
     return combine([j for j, _ in results]), any(new for _, new in results)
 
 
-def _one_judgment(spec: RunSpec, case: Case, image: Image.Image, image_sha256: str,
-                  reference: Reference | None, repeat: int) -> tuple[Judgment, bool]:
+def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+                  ) -> tuple[Judgment, bool]:
+    image_sha256, reference = sheet.sha256, sheet.reference
     key = judgment_key(spec, case, image_sha256, reference)
     stored_as = case.id if repeat == 0 else f"{case.id}@r{repeat + 1}"
     if repeat:
@@ -294,11 +346,12 @@ def _one_judgment(spec: RunSpec, case: Case, image: Image.Image, image_sha256: s
                 return Judgment.from_json(stored["judgment"]), False
             except (KeyError, TypeError):
                 pass  # an old or damaged record: judge again
-    sheet = SheetToJudge(case=case, setting=spec.setting, image=image,
-                         path=spec.paths.image(case.id), image_sha256=image_sha256,
-                         reference=None if reference is None else reference.image)
+    to_judge = SheetToJudge(case=case, setting=spec.setting, image=sheet.image,
+                            path=spec.paths.image(case.id), image_sha256=image_sha256,
+                            reference=None if reference is None else reference.image,
+                            metrics=sheet.metrics)
     try:
-        judgment = spec.judge.judge(sheet=sheet)
+        judgment = spec.judge.judge(sheet=to_judge)
         validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
     except Exception as exc:
         raise ItemError(f"judge {spec.judge.name} failed on {case.id}: {_describe(exc)}") from exc
@@ -314,23 +367,29 @@ def _one_judgment(spec: RunSpec, case: Case, image: Image.Image, image_sha256: s
 
 def pixel_facts(image: Image.Image) -> dict[str, Any]:
     """The layout facts measured on every sheet, whatever the judge; kept in its record."""
-    measured = pixel_metrics.analyze(image)
+    return _facts(pixel_metrics.analyze(image))
+
+
+def _facts(measured: pixel_metrics.SheetMetrics) -> dict[str, Any]:
     return {"version": pixel_metrics.METRICS_VERSION,
             "implied_labels": list(measured.implied_labels()), "values": measured.to_json()}
 
 
-def pixel_labels(record: Mapping[str, Any], image: Image.Image) -> tuple[str, ...]:
+def pixel_labels(sheet: Sheet) -> tuple[str, ...]:
     """Failure labels the pixels alone justify; measured again if the stored facts are stale."""
-    facts = record.get("pixel_metrics")
+    if sheet.metrics is not None:
+        return sheet.metrics.implied_labels()
+    facts = sheet.record.get("pixel_metrics")
     if not isinstance(facts, dict) or facts.get("version") != pixel_metrics.METRICS_VERSION:
-        facts = pixel_facts(image)
+        sheet.metrics = pixel_metrics.analyze(sheet.image)
+        return sheet.metrics.implied_labels()
     return tuple(facts["implied_labels"])
 
 
 def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:
     """Judge (or reuse the judgment), apply the caps, and score; raises ItemError."""
-    judgment, judged = obtain_judgment(spec, case, sheet.image, sheet.sha256, sheet.reference)
-    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet.record, sheet.image))))
+    judgment, judged = obtain_judgment(spec, case, sheet)
+    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet))))
     capped, caps = apply_caps(judgment.scores, labels, case.applicable)
     scores = score_item(capped)
     failed_predicates = tuple(v.id for v in judgment.predicates if v.value is not True)

@@ -121,6 +121,17 @@ def encode_png(image: Image.Image) -> bytes:
 def load_stored_image(paths: RunPaths, case_id: str, key: str) -> tuple[Image.Image, str,
                                                                       dict[str, JSON]] | None:
     """The stored sheet if its record matches ``key`` and the file is intact, else None."""
+    found = load_stored_bytes(paths, case_id, key)
+    if found is None:
+        return None
+    data, digest, record = found
+    return decode_png(data), digest, record
+
+
+def load_stored_bytes(paths: RunPaths, case_id: str, key: str) -> tuple[bytes, str,
+                                                                      dict[str, JSON]] | None:
+    """The stored sheet's file, its digest and its record, checked but not decoded: a resumed
+    item whose judgment is stored never needs the pixels."""
     record = read_json(paths.image_record(case_id))
     if not isinstance(record, dict) or record.get("input_key") != key:
         return None
@@ -131,14 +142,33 @@ def load_stored_image(paths: RunPaths, case_id: str, key: str) -> tuple[Image.Im
     digest = sha256_bytes(data)
     if digest != record.get("image_sha256"):
         return None
+    return data, digest, record
+
+
+def decode_png(data: bytes) -> Image.Image:
     image = Image.open(io.BytesIO(data))
     image.load()
-    return image, digest, record
+    return image
+
+
+def rgb_png(data: bytes | None) -> bool:
+    """Whether ``data`` is an 8-bit RGB PNG: such a file is stored as delivered, since
+    decoding and encoding it again would give the same pixels at a cost."""
+    if data is None or not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return False
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            return opened.format == "PNG" and opened.mode == "RGB"
+    except (OSError, ValueError):
+        return False
 
 
 def store_image(paths: RunPaths, case_id: str, image: Image.Image,
-                record: dict[str, JSON]) -> str:
-    data = encode_png(image)
+                record: dict[str, JSON], data: bytes | None = None) -> str:
+    """Write the sheet, then its record; ``data``, when given, is the sheet already encoded
+    as an RGB PNG (a backend's or a file's own bytes) and is written as is."""
+    if data is None:
+        data = encode_png(image)
     digest = sha256_bytes(data)
     atomic_write_bytes(paths.image(case_id), data)
     atomic_write_json(paths.image_record(case_id), {**record, "image_sha256": digest})

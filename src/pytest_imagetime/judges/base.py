@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from PIL import Image
 
 from ..cases import Case
 from ..judgment import Judgment
 from ..rubric import Setting
+
+if TYPE_CHECKING:  # numpy stays unimported until a sheet is measured
+    from ..sheet.metrics import SheetMetrics
 
 JSON = Any
 
@@ -24,6 +27,9 @@ class SheetToJudge:
     path: Path
     image_sha256: str
     reference: Image.Image | None = None
+    # The pixel facts the harness measured on this sheet (every sheet gets them), when it did
+    # so in this process: a judge working from pixels need not measure them again.
+    metrics: SheetMetrics | None = None
 
 
 @runtime_checkable

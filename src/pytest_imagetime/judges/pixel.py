@@ -166,7 +166,7 @@ class PixelJudge:
 
     def judge(self, *, sheet: SheetToJudge) -> Judgment:
         started = time.perf_counter()
-        metrics = analyze(sheet.image)
+        metrics = sheet.metrics if sheet.metrics is not None else analyze(sheet.image)
         labels = metrics.implied_labels()
         scored = pixel_scores(metrics)
         scores: dict[str, int | None] = {dim: scored.get(dim) for dim in ALL_DIMS}

@@ -45,6 +45,9 @@ class GenerationRequest:
 class Generated:
     image: Image.Image
     details: Mapping[str, JSON] = field(default_factory=dict)  # backend facts worth recording
+    # The image as the backend delivered it (a file, an API's PNG): stored byte for byte when
+    # it is an RGB PNG, so nothing is encoded twice and its digest is the source's.
+    data: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -57,10 +58,12 @@ class FilesModel:
             raise ModelError(f"no image for case {request.case.id!r}: expected {expected} "
                              f"(or {', '.join(SUFFIXES[1:])})")
         try:
-            with Image.open(path) as opened:
+            data = path.read_bytes()
+            with Image.open(io.BytesIO(data)) as opened:
                 image = opened.convert("RGB")
         except (OSError, UnidentifiedImageError) as exc:
             raise ModelError(f"cannot read {path}: {exc}") from None
         stat = path.stat()
+        # The file's own bytes go to the store: an RGB PNG is kept as it is, not re-encoded.
         return Generated(image, {"source": str(path), "source_size": stat.st_size,
-                                 "source_mtime_ns": stat.st_mtime_ns})
+                                 "source_mtime_ns": stat.st_mtime_ns}, data=data)

@@ -239,11 +239,12 @@ class OpenAIImagesModel:
     def generate(self, *, request: GenerationRequest) -> Generated:
         started = time.perf_counter()
         response, request_id = self._call(request)
-        image, delivery, count = self._first_image(response)
+        raw, delivery, count = self._first_image(response)
+        image = decode_image(raw)
         seconds = time.perf_counter() - started
         details = self._details(request, response, request_id, image)
         details.update(delivery=delivery, images_returned=count, seconds=round(seconds, 3))
-        return Generated(image, details)
+        return Generated(image, details, data=raw)
 
     def _call(self, request: GenerationRequest) -> tuple[Any, str | None]:
         """The parsed response and its request id; every failure a ModelError with its reason.
@@ -281,8 +282,9 @@ class OpenAIImagesModel:
         after = f" after {self.options.retries} retries" if retried else ""
         return f"HTTP {status} from the images endpoint{after}: {_short(exc.message)}"
 
-    def _first_image(self, response: Any) -> tuple[Image.Image, str, int]:
-        """The first image (single pass: any others are ignored), how it came, how many did."""
+    def _first_image(self, response: Any) -> tuple[bytes, str, int]:
+        """The first image's file (single pass: any others are ignored), how it came, how many
+        did."""
         data = getattr(response, "data", None) or []
         if not data:
             raise ModelError("the images endpoint answered without image data")
@@ -290,9 +292,9 @@ class OpenAIImagesModel:
         b64 = getattr(first, "b64_json", None)
         url = getattr(first, "url", None)
         if b64:
-            return decode_image(decode_b64(b64)), "b64_json", len(data)
+            return decode_b64(b64), "b64_json", len(data)
         if url:
-            return decode_image(self._fetch(str(url))), "url", len(data)
+            return self._fetch(str(url)), "url", len(data)
         raise ModelError("the images endpoint's answer has neither b64_json nor url")
 
     def _fetch(self, url: str) -> bytes:
