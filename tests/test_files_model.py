@@ -1,13 +1,21 @@
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from pytest_imagetime import runner
 from pytest_imagetime.cases import Case
+from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.models.base import GenerationRequest, ModelError
 from pytest_imagetime.models.files import FilesModel
+from pytest_imagetime.models.procedural import ProceduralModel
+from pytest_imagetime.record import ItemRecord
+from pytest_imagetime.runner import RunSpec, generate_sheet, judge_sheet
+from pytest_imagetime.store import RunPaths
+from tests.builders import make_case
 
 
 def _request(case: Case) -> GenerationRequest:
@@ -48,3 +56,57 @@ def test_input_token_changes_when_the_file_changes(tmp_path: Path, case: Case) -
     before = model.input_token(_request(case))
     Image.new("RGB", (9, 9), (200, 0, 0)).save(path)
     assert model.input_token(_request(case)) != before
+
+
+def _spec(source: Path, out: Path) -> RunSpec:
+    judge = PixelJudge()
+    model = FilesModel(str(source))
+    return RunSpec(model=model, judge=judge,
+                   paths=RunPaths(out, model.name, judge.name, "prompt-only"),
+                   setting="prompt-only", size=64, run_seed=0)
+
+
+def _sheet_png(path: Path, mode: str) -> None:
+    image = ProceduralModel().generate(request=GenerationRequest(
+        case=make_case(), setting="prompt-only", size=64, seed=3)).image
+    image.convert(mode).save(path)
+
+
+@pytest.mark.parametrize(("mode", "suffix", "kept"), [("RGB", ".png", True),
+                                                      ("RGBA", ".png", False),
+                                                      ("RGB", ".jpg", False)])
+def test_rgb_pngs_are_stored_as_delivered(tmp_path: Path, mode: str, suffix: str,
+                                          kept: bool) -> None:
+    case = make_case()
+    source = tmp_path / "in" / f"{case.id}{suffix}"
+    source.parent.mkdir()
+    _sheet_png(source, mode)
+    spec = _spec(source.parent, tmp_path / "out")
+    sheet = generate_sheet(spec, case)
+    stored = spec.paths.image(case.id).read_bytes()
+    assert (stored == source.read_bytes()) is kept
+    assert sheet.sha256 == hashlib.sha256(stored).hexdigest()
+    with Image.open(spec.paths.image(case.id)) as reread:
+        assert reread.mode == "RGB"
+        assert reread.tobytes() == sheet.image.tobytes()
+
+
+def test_a_resumed_judged_item_never_decodes_its_sheet(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_case()
+    source = tmp_path / "in" / f"{case.id}.png"
+    source.parent.mkdir()
+    _sheet_png(source, "RGB")
+    spec = _spec(source.parent, tmp_path / "out")
+    base = ItemRecord(key="k", case_id=case.id, case_file="c.yaml", domain=case.domain,
+                      subcategory="s", concept="c", difficulty=case.difficulty,
+                      variant=case.variant, probed_levels=(), constraint=False,
+                      model=spec.model.name, judge="pixel", setting="prompt-only",
+                      run_dir=str(spec.paths.run_dir))
+    first = judge_sheet(spec, case, base, generate_sheet(spec, case))
+    decodes: list[bytes] = []
+    monkeypatch.setattr(runner, "decode_png", lambda data: decodes.append(data))
+    again = judge_sheet(spec, case, base, generate_sheet(spec, case))
+    assert decodes == []
+    assert (again.record.generated, again.record.judged) == (False, False)
+    assert again.record.scores == first.record.scores
