@@ -7,20 +7,25 @@ field. Benchmark-wide rules (inventory, variants, completeness) live in ``lint``
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
 import yaml
 
 from .rubric import LEVEL_KEYS, Applicability
+from .schemacheck import Check, UnsupportedSchema, compile_check
+
+if TYPE_CHECKING:
+    import jsonschema
 
 CASE_FORMAT = "cases/1"
 STAGES: tuple[str, ...] = ("t1", "t2", "t3", "t4")
@@ -149,8 +154,27 @@ def _inline_refs(node: Any, root: dict[str, Any]) -> Any:
 
 
 @functools.cache
+def _inlined_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = _inline_refs(case_schema(), case_schema())
+    return schema
+
+
+@functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(_inline_refs(case_schema(), case_schema()))
+    # Imported here: a valid file never needs jsonschema (see _fast_check).
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(_inlined_schema())
+
+
+@functools.cache
+def _fast_check() -> Check | None:
+    """A yes/no schema check many times faster than jsonschema; None if the schema uses
+    something it cannot judge exactly. Only a document it rejects goes to jsonschema."""
+    try:
+        return compile_check(_inlined_schema())
+    except UnsupportedSchema:
+        return None
 
 
 def looks_like_case_file(path: Path) -> bool:
@@ -187,6 +211,61 @@ def _to_data(node: yaml.Node, where: tuple[str | int, ...], lines: Located,
     if isinstance(node, yaml.SequenceNode):
         return [_to_data(v, (*where, i), lines, scalars) for i, v in enumerate(node.value)]
     return scalars.construct_object(node)
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _to_plain(node: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> Any:
+    """What _to_data returns, without the line map a valid file never needs. Strings, nearly
+    every scalar of a case file, skip the constructor: for them it returns the node's value."""
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode):
+                key = key_node.value
+            else:
+                key = str(scalars.construct_object(key_node))
+            if value_node.tag == _STR_TAG and isinstance(value_node, yaml.ScalarNode):
+                out[key] = value_node.value
+            else:
+                out[key] = _to_plain(value_node, scalars)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [v.value if v.tag == _STR_TAG and isinstance(v, yaml.ScalarNode)
+                else _to_plain(v, scalars) for v in node.value]
+    if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+        return node.value
+    return scalars.construct_object(node)
+
+
+class _Lines:
+    """The line of a data path, as _line_of finds it in _to_data's map. A valid file only
+    asks for the line of each case, read straight off the nodes; the full map is built the
+    first time anything else is asked, that is when there is a problem to locate."""
+
+    def __init__(self, root: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> None:
+        self._root = root
+        self._scalars = scalars
+        self._map: Located | None = None
+        self._cases: list[int] | None = None
+        if isinstance(root, yaml.MappingNode):
+            for key_node, value_node in root.value:  # the last 'cases' wins, as in the data
+                key = (key_node.value if key_node.tag == _STR_TAG
+                       and isinstance(key_node, yaml.ScalarNode)
+                       else str(scalars.construct_object(key_node)))
+                if key == "cases":
+                    self._cases = ([n.start_mark.line + 1 for n in value_node.value]
+                                   if isinstance(value_node, yaml.SequenceNode) else None)
+
+    def __call__(self, where: Sequence[str | int]) -> int | None:
+        if (self._cases is not None and len(where) == 2 and where[0] == "cases"
+                and type(where[1]) is int and 0 <= where[1] < len(self._cases)):
+            return self._cases[where[1]]
+        if self._map is None:
+            self._map = {}
+            _to_data(self._root, (), self._map, self._scalars)
+        return _line_of(self._map, where)
 
 
 def _line_of(lines: Located, where: Sequence[str | int]) -> int | None:
@@ -228,6 +307,26 @@ def inspect_case_file(path: Path,
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return (), [Problem(shown, f"cannot read the file: {exc}")]
+    with _gc_paused():
+        return _inspect_text(text, shown)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic collector off while a file is parsed. The node tree holds no cycles, but
+    its tens of thousands of objects set off collections that walk the whole heap: in a
+    pytest process with its plugins imported, these took about as long as the parse itself."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem]]:
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
@@ -236,24 +335,28 @@ def inspect_case_file(path: Path,
     if node is None:
         return (), [Problem(shown, f"empty file; a case file starts with "
                                    f"'imagetime: {CASE_FORMAT}'")]
-    lines: Located = {}
-    data = _to_data(node, (), lines, yaml.constructor.SafeConstructor())
-    problems = list(_schema_problems(data, shown, lines))
-    if problems:
-        return (), problems
+    scalars = yaml.constructor.SafeConstructor()
+    data = _to_plain(node, scalars)
+    lines = _Lines(node, scalars)
+    problems: list[Problem] = []
+    check = _fast_check()
+    if check is None or not (isinstance(data, dict) and "imagetime" in data and check(data)):
+        problems.extend(_schema_problems(data, shown, lines))
+        if problems:
+            return (), problems
     try:
         cases = tuple(_build_case(raw, data.get("domain"), shown, lines, i)
                       for i, raw in enumerate(data["cases"]))
     except CaseFileError as exc:
         return (), list(exc.problems)
     for i, case in enumerate(cases):
-        problems.extend(case_problems(
-            case, shown, lambda f, i=i: _line_of(lines, ("cases", i, *f))))
+        problems.extend(case_problems(case, shown, lambda f, i=i: lines(("cases", i, *f))))
     problems.extend(duplicate_id_problems(cases))
     return cases, problems
 
 
-def _schema_problems(data: Any, shown: str, lines: Located) -> Iterator[Problem]:
+def _schema_problems(data: Any, shown: str,
+                     lines: Callable[[Sequence[str | int]], int | None]) -> Iterator[Problem]:
     if not isinstance(data, dict) or "imagetime" not in data:
         yield Problem(shown, f"not a case file: the first key must be 'imagetime: {CASE_FORMAT}'",
                       line=1)
@@ -269,7 +372,7 @@ def _schema_problems(data: Any, shown: str, lines: Located) -> Iterator[Problem]
             field_path = where[2:]
         else:
             field_path = where
-        yield Problem(shown, _schema_message(error), line=_line_of(lines, where),
+        yield Problem(shown, _schema_message(error), line=lines(where),
                       case_id=str(case_id) if case_id else None,
                       field=_field_name(field_path) or None)
 
@@ -288,11 +391,11 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 
 
 def _build_case(raw: dict[str, Any], default_domain: str | None, shown: str,
-                lines: Located, index: int) -> Case:
+                lines: Callable[[Sequence[str | int]], int | None], index: int) -> Case:
     domain = raw.get("domain") or default_domain
     if not domain:
         raise CaseFileError([Problem(shown, "no domain: give 'domain' in the case or the file",
-                                     line=_line_of(lines, ("cases", index)), case_id=raw["id"],
+                                     line=lines(("cases", index)), case_id=raw["id"],
                                      field="domain")])
     predicates = tuple(Predicate(p.get("id") or f"p{i + 1}", p["stage"], p["text"].strip())
                        for i, p in enumerate(raw["predicates"]))
@@ -314,7 +417,7 @@ def _build_case(raw: dict[str, Any], default_domain: str | None, shown: str,
         forbidden=tuple(Forbidden(f"f{i + 1}", t.strip()) for i, t in enumerate(raw["forbidden"])),
         prompt=" ".join(raw["prompt"].split()),
         source=shown,
-        line=_line_of(lines, ("cases", index)),
+        line=lines(("cases", index)),
     )
 
 
@@ -337,8 +440,23 @@ left right top bottom front back side small large big one two three four five si
 near next over under""".split())
 
 
+_WORD = re.compile(r"[a-z]{3,}")  # whole runs of three or more letters
+
+
 def content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 2 and w not in _STOP}
+    return set(_WORD.findall(text.lower())) - _STOP
+
+
+def _names_word(text: str, word: str) -> bool:
+    """Whether ``word`` (letters a-z) is a whole run of letters somewhere in ``text``."""
+    start = text.find(word)
+    while start != -1:
+        end = start + len(word)
+        if ((start == 0 or not "a" <= text[start - 1] <= "z")
+                and (end == len(text) or not "a" <= text[end] <= "z")):
+            return True
+        start = text.find(word, start + 1)
+    return False
 
 
 def case_problems(case: Case, shown: str,
@@ -382,11 +500,11 @@ def case_problems(case: Case, shown: str,
         yield problem(("states",), "two or more states are identical; t1..t4 must differ")
     if not (case.entities.get("actors") or case.entities.get("targets")):
         yield problem(("entities",), "name at least one actor or target")
-    prompt_words = content_words(case.prompt)
     for role, phrases in case.entities.items():
         for i, phrase in enumerate(phrases):
             words = content_words(phrase)
-            if words and not words & prompt_words:
+            # As words & content_words(case.prompt), without splitting every prompt.
+            if words and not any(_names_word(prompt, word) for word in words):
                 yield problem(("entities", role, i),
                               f"{phrase!r} is not named in the prompt; the judge can only check "
                               "what the prompt states", "warning")

@@ -31,7 +31,9 @@ class Registry:
         return found
 
     def factory(self, name: str) -> Callable[[str | None], Any]:
-        target = self.available().get(name)
+        # A built-in wins over an entry point of the same name (see available), so only other
+        # names need the scan of every installed distribution's entry points.
+        target = self.builtins.get(name) or self.available().get(name)
         if target is None:
             names = ", ".join(sorted(self.available()))
             raise UnknownBackend(f"unknown {self.kind} {name!r}; available: {names} "
