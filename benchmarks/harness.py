@@ -4,14 +4,20 @@ Times whole pytest subprocesses (median of ``--repeat`` runs, min-max spread) an
 beside each figure, its target and PASS or MISS:
 
 1. collection of the case set against plain pytest collecting as many parametrized tests;
-2. a full run (procedural model, pixel judge, 256 px sheets) against as many plain tests
-   that each write one 256x256 PNG;
-3. resuming the finished run against its collection (the report must show nothing
-   generated or judged);
-4. peak RSS of the full run against a run of a tenth of the cases;
-5. the full run with ``-n 2`` against without.
+2. a full run with a model and a judge that cost nothing (the ``files`` model over sheets
+   made beforehand, the ``replay`` judge over their judgments) against as many plain tests
+   that each write one 256x256 PNG; beside it, for information, the CPU-bound procedural
+   run (the procedural model draws every sheet, the pixel judge scores it: 256 px sheets);
+3. resuming the finished procedural run against its collection (the report must show
+   nothing generated or judged);
+4. peak RSS of the procedural run against a run of a tenth of the cases;
+5. the procedural run with ``-n 2`` against without;
+6. a judge-bound run (vlm judge against a local server answering after ``--latency``
+   seconds, ``--concurrency`` calls at once) against N x latency / concurrency
+   (``benchmarks/judge_overlap.py`` prints its details).
 
-    python benchmarks/harness.py [--repeat 3] [--quick]
+    python benchmarks/harness.py [--repeat 3] [--quick] [--latency 1] [--concurrency 16]
+                                 [--no-judge]
 
 ``--quick`` uses the 82 cases of constraints.yaml and kitchen.yaml instead of all of them.
 """
@@ -35,6 +41,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from judge_overlap import Overlap, measure
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 QUICK_FILES = ("constraints.yaml", "kitchen.yaml")
@@ -162,6 +172,7 @@ class Bench:
     quick: bool
     case_args: list[str] = field(default_factory=list)
     subset_args: list[str] = field(default_factory=list)
+    free_args: list[str] = field(default_factory=list)
     items: int = 0
 
     def prepare(self) -> None:
@@ -176,6 +187,12 @@ class Bench:
         self.subset_args = [str(self.root / "subset")]
         for name, template in (("plain_collect", PLAIN_COLLECT), ("plain_run", PLAIN_RUN)):
             (self.fresh(name) / "test_plain.py").write_text(template.format(n=self.items))
+        # Sheets and judgments made once, for the run whose model and judge cost nothing.
+        made = self.fresh("made")
+        pytest_run([*RUN, *self.case_args], made)
+        self.free_args = [f"--imagetime-model=files:{made / 'reports/procedural/images'}",
+                          f"--imagetime-judge=replay:{made / 'reports/procedural/pixel'}",
+                          *self.case_args]
 
     def fresh(self, name: str) -> Path:
         path = self.root / name
@@ -192,6 +209,7 @@ class Bench:
 class Results:
     collect: Series = field(default_factory=Series)
     plain_collect: Series = field(default_factory=Series)
+    free: Series = field(default_factory=Series)
     full: Series = field(default_factory=Series)
     plain_run: Series = field(default_factory=Series)
     resume: Series = field(default_factory=Series)
@@ -205,9 +223,10 @@ def repetition(bench: Bench, res: Results) -> None:
     cases = bench.case_args
     res.collect.add(pytest_run(["--collect-only", *IMAGETIME, *cases], bench.fresh("collect")))
     res.plain_collect.add(bench.plain("plain_collect", "--collect-only"))
+    res.free.add(pytest_run(bench.free_args, bench.fresh("free")))
+    res.plain_run.add(bench.plain("plain_run"))
     run_dir = bench.fresh("run")
     res.full.add(pytest_run([*RUN, *cases], run_dir))
-    res.plain_run.add(bench.plain("plain_run"))
     res.resume.add(pytest_run([*RUN, *cases], run_dir))
     res.resumed_counts.append(report_counts(run_dir))
     res.subset.add(pytest_run([*RUN, *bench.subset_args], bench.fresh("subset_run")))
@@ -225,7 +244,7 @@ def row(label: str, ours: str, base: str, ratio: float, target: float, at_most: 
             f" {verdict(ratio, target, at_most)}")
 
 
-def print_table(bench: Bench, res: Results, repeat: int) -> None:
+def print_table(bench: Bench, res: Results, repeat: int, found: Overlap | None) -> None:
     subset = bench.items // 10
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"pytest {version('pytest')}, numpy {version('numpy')}, "
@@ -235,20 +254,31 @@ def print_table(bench: Bench, res: Results, repeat: int) -> None:
     print(f"{'figure':<22} {'imagetime':<32} {'baseline':<32} {'ratio':>7}  target")
     print(row("1 collection", res.collect.time_text(), res.plain_collect.time_text(),
               res.collect.time() / res.plain_collect.time(), 1.5, True))
-    print(row("2 full run vs plain", res.full.time_text(), res.plain_run.time_text(),
-              res.full.time() / res.plain_run.time(), 2.0, True))
+    print(row("2 files+replay vs plain", res.free.time_text(), res.plain_run.time_text(),
+              res.free.time() / res.plain_run.time(), 2.0, True))
+    print(f"{'  procedural+pixel':<22} {res.full.time_text():<32} {res.plain_run.time_text():<32}"
+          f" {res.full.time() / res.plain_run.time():6.2f}x  (information: draws and measures)")
     print(row("3 resume vs collect", res.resume.time_text(), res.collect.time_text(),
               res.resume.time() / res.collect.time(), 1.5, True))
     print(row(f"4 RSS {bench.items} vs {subset}", res.full.rss_text(), res.subset.rss_text(),
               res.full.rss() / res.subset.rss(), 1.2, True))
     print(row("5 -n 2 speed-up", res.xdist.time_text(), res.full.time_text(),
               res.full.time() / res.xdist.time(), 1.6, False))
+    if found is not None:
+        print(judge_row(found))
     generated = max(g for g, _ in res.resumed_counts)
     judged = max(j for _, j in res.resumed_counts)
     ok = "PASS" if generated == judged == 0 else "MISS"
     print(f"\nresume report: {generated} generated, {judged} judged (expected 0, 0) {ok}")
     print("baselines: 1 plain parametrized collection, 2 plain tests writing a 256 px PNG, "
-          "3 the collection, 4 the subset run, 5 the full run without -n")
+          "3 the collection, 4 the procedural run of a tenth of the cases, 5 the procedural "
+          "run without -n")
+
+
+def judge_row(found: Overlap) -> str:
+    label = f"6 judge-bound N={found.n}"
+    ideal = f"{found.ideal:7.2f} s (N x {found.latency:g} s / {found.concurrency})"
+    return row(label, found.spread(), ideal, found.wall / found.ideal, 1.2, True)
 
 
 def main() -> None:
@@ -256,6 +286,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--quick", action="store_true",
                         help="82 cases (constraints.yaml, kitchen.yaml) instead of all")
+    parser.add_argument("--latency", type=float, default=1.0,
+                        help="figure 6: seconds the local judge server takes per call")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="figure 6: judge calls in flight")
+    parser.add_argument("--no-judge", action="store_true", help="leave figure 6 out")
     args = parser.parse_args()
     if not GNU_TIME.exists():
         sys.exit(f"peak RSS needs GNU time at {GNU_TIME}")
@@ -265,7 +300,9 @@ def main() -> None:
         res = Results()
         for _ in range(args.repeat):
             repetition(bench, res)
-        print_table(bench, res, args.repeat)
+        found = None if args.no_judge else measure(args.latency, args.concurrency, 0,
+                                                    args.repeat, args.quick)
+        print_table(bench, res, args.repeat, found)
 
 
 if __name__ == "__main__":

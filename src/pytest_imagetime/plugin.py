@@ -359,11 +359,11 @@ class ImagetimeSession:
             write_junit(self.options.junit, all_records, self.messages)
 
     def _write_galleries(self) -> None:
-        from .report.gallery import write_gallery
-
         for spec in self.runs.values():
             if spec.judged:
                 continue
+            from .report.gallery import write_gallery  # only runs of dense grids have one
+
             title = f"{with_setting(spec.model.name, spec.setting, spec.grid)}: dense grids"
             written = write_gallery(spec.paths.model_dir, title)
             if written is None:
@@ -526,6 +526,13 @@ class CaseItem(pytest.Item):
         kept = [(k, v) for k, v in self.user_properties if not k.startswith("imagetime.")]
         kept.extend(record.to_properties())
         self.user_properties[:] = kept
+
+    def teardown(self) -> None:
+        # The record travels in user_properties; what it was made from (the judgment, its raw
+        # answer, the caps) need not stay in memory for the rest of the session.
+        self.outcome = None
+        self.sheet = None
+        self._job = None
 
     def runtest(self) -> None:
         if self.sheet is not None:  # a dense grid: one square image is all it must be
