@@ -3,9 +3,12 @@
 ``analyze`` reads only pixels: it finds the separators of the 2x2 grid, cuts the four panels
 t1..t4 and compares consecutive panels. Everything is plain numpy on small renderings (lines
 averaged to 256 positions, panels resampled to 128 px and below), so it is deterministic and
-cheap enough to run on every sheet. ``SheetMetrics.implied_labels`` names the failures that
-the pixels alone justify; they feed the rubric's caps for every judge, so each threshold errs
-towards silence. docs/pixel-judge.md documents every formula and threshold.
+cheap enough to run on every sheet. For speed, sums of 8-bit levels run on exact integers
+where floats would only add rounding, and temporaries stay small (fresh memory costs more
+than the arithmetic); results match the float formulas up to rounding.
+``SheetMetrics.implied_labels`` names the failures that the pixels alone justify; they feed
+the rubric's caps for every judge, so each threshold errs towards silence.
+docs/pixel-judge.md documents every formula and threshold.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ Array = NDArray[np.floating[Any]]
 LINE_MAX = 1024
 LINE_POSITIONS = 256
 MIN_SIDE = 8  # smaller inputs are enlarged so every step has pixels to work on
+LINE_CHUNK = 64  # flat lines converted to floats at a time (blank sheets: all of them)
 
 # Grid structure.
 FLAT_TOLERANCE = 0.1  # a line is flat when every pixel is this close to one colour
@@ -285,7 +289,7 @@ def analyze(image: Image.Image) -> SheetMetrics:
     rows = _axis_structure(_line_planes(rgb, across_rows=True))
     cols = _axis_structure(_line_planes(rgb, across_rows=False))
     boxes = _panel_boxes(rgb.width, rgb.height, rows, cols)
-    panels = [Panel.of(rgb, _inset(box)) for box in boxes]
+    panels = _panels(rgb, [_inset(box) for box in boxes])
     scale = max(original) / max(rgb.size)
     sides = [min(b[2] - b[0], b[3] - b[1]) for b in boxes]
     areas = [(b[2] - b[0]) * (b[3] - b[1]) for b in boxes]
@@ -293,8 +297,7 @@ def analyze(image: Image.Image) -> SheetMetrics:
     changes = [_phase_change(rgb, panels[i], panels[j], _inset(boxes[i]), _inset(boxes[j]))
                for i, j in PAIRS]
     anchors = [_histogram_overlap(panels[i].histogram, panels[j].histogram) for i, j in PAIRS]
-    continuity = [_shifted_correlation(panels[i].layout, panels[j].layout)
-                  for i, j in (*PAIRS, (0, 2), (1, 3))]
+    continuity = _shifted_correlations([p.layout for p in panels], (*PAIRS, (0, 2), (1, 3)))
     return SheetMetrics(
         width=original[0],
         height=original[1],
@@ -363,6 +366,8 @@ def _as_rgb(image: Image.Image) -> Image.Image:
         rgba = image.convert("RGBA")
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("RGB")
+    if image.mode == "RGB":
+        return image  # nothing below writes to it, so a copy would only cost time
     return image.convert("RGB")
 
 
@@ -376,14 +381,16 @@ def _scaled_grey(image: Image.Image) -> Image.Image:
 
 # ---------------------------------------------------------------- grid structure
 
-Planes = NDArray[np.float32]  # (channel, line, position along the line)
+Planes = NDArray[np.uint8]  # (channel, line, position along the line), 8-bit
+Floats = NDArray[np.float32]
 
 
 def _line_planes(rgb: Image.Image, across_rows: bool) -> Planes:
     """Lines at full resolution (up to LINE_MAX), each averaged to LINE_POSITIONS positions.
 
     ``across_rows``: the lines are the image rows (for horizontal separators); otherwise the
-    columns. Averaging along a line keeps a flat line exactly flat.
+    columns. Averaging along a line keeps a flat line exactly flat. The lines stay 8-bit:
+    each measure converts only what it reads (see _unit).
     """
     w, h = rgb.size
     lines, along = (h, w) if across_rows else (w, h)
@@ -391,16 +398,78 @@ def _line_planes(rgb: Image.Image, across_rows: bool) -> Planes:
     n_along = max(MIN_SIDE, min(along, LINE_POSITIONS))
     size = (n_along, n_lines) if across_rows else (n_lines, n_along)
     small = rgb.resize(size, Image.Resampling.BOX) if size != rgb.size else rgb
-    planes = np.asarray(small, dtype=np.float32).transpose(2, 0, 1) / np.float32(255.0)
-    return np.ascontiguousarray(planes if across_rows else planes.transpose(0, 2, 1))
+    if not across_rows:
+        small = small.transpose(Image.Transpose.TRANSPOSE)  # columns become rows
+    # A contiguous plane per channel: PIL splits and transposes faster than numpy copies.
+    planes: Planes = np.stack([np.asarray(band) for band in small.split()])
+    return planes
+
+
+def _unit(values: Planes, out: Floats | None = None) -> Floats:
+    """8-bit values as float32 in [0, 1], the numbers every line measure works on."""
+    result: Floats = np.divide(values, np.float32(255.0), out=out, dtype=np.float32)
+    return result
+
+
+def _smooth(lines: Floats) -> Floats:
+    """3-position box smoothing along each line (against JPEG ringing)."""
+    smooth: Floats = lines[..., :-2] + lines[..., 1:-1]
+    smooth += lines[..., 2:]
+    smooth /= np.float32(3)
+    return smooth
+
+
+def _line_profiles(planes: Planes) -> tuple[NDArray[np.bool_], Array]:
+    """Per line, whether it is flat (see _flat_lines) and the mean step across it (for
+    _seam_strength).
+
+    One channel at a time, in buffers reused across channels: whole-sheet temporaries cost
+    more in fresh memory than in arithmetic.
+    """
+    channels, lines, positions = planes.shape
+    sums = np.empty((lines, positions - 2), dtype=np.uint16)  # 3-position sums of levels
+    values = np.empty((lines, positions), dtype=np.float32)
+    change = np.empty((lines - 2, positions), dtype=np.float32)
+    ranges = np.zeros(lines, dtype=np.uint16)
+    total = np.zeros(lines - 2)
+    for channel in planes:
+        np.add(channel[:, :-2], channel[:, 1:-1], out=sums, dtype=np.uint16)
+        sums += channel[:, 2:]
+        np.maximum(ranges, sums.max(axis=1) - sums.min(axis=1), out=ranges)
+        _unit(channel, out=values)
+        np.subtract(values[2:], values[:-2], out=change)
+        total += np.abs(change, out=change).sum(axis=1, dtype=np.float64)
+    step: Array = total / (channels * positions)
+    return _flat_lines(planes, ranges), step
+
+
+def _flat_lines(planes: Planes, ranges: NDArray[np.uint16]) -> NDArray[np.bool_]:
+    """Lines whose smoothed pixels (see _smooth) span at most 2 * FLAT_TOLERANCE in every
+    channel: all lie within FLAT_TOLERANCE of one colour.
+
+    A smoothed float is a 3-position sum of 8-bit levels over 3 * 255, give or take 1e-6
+    (float32 rounding), so ``ranges``, the largest range of those sums over the channels,
+    decides every line but the ones within half a level of the limit: those are measured in
+    floats.
+    """
+    limit = 2 * FLAT_TOLERANCE * 3 * 255
+    distance = ranges.astype(np.float64) - limit
+    flat = distance < -0.5
+    unsure = np.flatnonzero(np.abs(distance) <= 0.5)
+    if len(unsure):
+        smooth = _smooth(_unit(planes[:, unsure]))
+        spread = (smooth.max(axis=2) - smooth.min(axis=2)).max(axis=0)
+        flat[unsure] = spread <= 2 * FLAT_TOLERANCE
+    return flat
 
 
 def _axis_structure(planes: Planes) -> AxisStructure:
     """Separators between the lines (axis 1) of ``planes``; transpose it for the other axis."""
     span = planes.shape[1]
-    bands = _flat_bands(planes)
+    flat, step = _line_profiles(planes)
+    bands = _flat_bands(planes, flat)
     inner = [b for b in bands if b.start > 0 and b.stop < span and b.edge >= GUTTER_MIN_EDGE]
-    strength = _seam_strength(planes)
+    strength = _seam_strength(step)
     line = _strongest_middle_line(strength)
     coverage = _seam_coverage(planes, line)
     band = _middle_gutter(inner, span)
@@ -457,40 +526,54 @@ class Band:
     edge: float  # mean colour step from the band to the lines beside it (the weaker side)
 
 
-def _flat_bands(planes: Planes) -> list[Band]:
-    """Each run of flat lines of one colour.
+def _flat_bands(planes: Planes, flat_lines: NDArray[np.bool_]) -> list[Band]:
+    """Each run of flat lines (``flat_lines``, see _flat_lines) of one colour.
 
-    A line is flat when its pixels (3-position box-smoothed, against JPEG ringing) span at
-    most 2 * FLAT_TOLERANCE in every channel: all lie within FLAT_TOLERANCE of one colour.
     A run is split where the line colour steps by more than BAND_COLOUR_STEP, so a white
     gutter does not merge with a pale sky band next to it.
     """
-    smooth = (planes[:, :, :-2] + planes[:, :, 1:-1] + planes[:, :, 2:]) / np.float32(3)
-    spread = (smooth.max(axis=2) - smooth.min(axis=2)).max(axis=0)
-    flat = spread <= 2 * FLAT_TOLERANCE
-    colour = smooth.mean(axis=2)  # (channel, line)
+    flat = np.flatnonzero(flat_lines)
+    if not len(flat):
+        return []
+    colour = _line_colours(planes, flat)  # (channel, flat line)
     step = np.abs(np.diff(colour, axis=1)).max(axis=0) > BAND_COLOUR_STEP
-    breaks = np.concatenate(([True], ~flat[1:] | ~flat[:-1] | step))
-    runs: list[list[int]] = []
-    for line in np.flatnonzero(flat):
-        if breaks[line] or not runs:
-            runs.append([int(line), int(line) + 1])
-        else:
-            runs[-1][1] = int(line) + 1
-    return [_band(smooth, colour, a, b) for a, b in runs]
+    breaks = np.concatenate(([True], (np.diff(flat) > 1) | step))
+    starts = np.flatnonzero(breaks)
+    ends = [*starts[1:], len(flat)]
+    return [_band(planes, colour[:, a:b], int(flat[a]), int(flat[b - 1]) + 1)
+            for a, b in zip(starts, ends, strict=True)]
 
 
-def _band(smooth: Planes, colour: NDArray[np.float32], start: int, stop: int) -> Band:
-    """The band with its colour and edge: per side, the largest step over the next 3 lines."""
-    mean = colour[:, start:stop].mean(axis=1)
-    lines = smooth.shape[1]
-    sides = [range(start - 1, max(-1, start - 4), -1), range(stop, min(lines, stop + 3))]
-    steps = [max(float(np.abs(smooth[:, line] - mean[:, None]).max(axis=0).mean())
-                 for line in side) for side in sides if len(side)]
-    return Band(start, stop, _triple(mean), min(steps, default=0.0))
+def _line_colours(planes: Planes, lines: NDArray[np.intp]) -> Floats:
+    """The mean colour of each of ``lines`` (smoothed as for flatness), (channel, line).
+
+    Only flat lines need it (few, on most sheets); blank sheets have nothing else, so they
+    go in chunks that keep temporaries small (fresh memory costs more than the arithmetic).
+    """
+    colour = np.empty((planes.shape[0], len(lines)), dtype=np.float32)
+    for start in range(0, len(lines), LINE_CHUNK):
+        part = lines[start:start + LINE_CHUNK]
+        colour[:, start:start + len(part)] = _smooth(_unit(planes[:, part])).mean(axis=2)
+    return colour
 
 
-def _triple(values: NDArray[np.float32]) -> tuple[float, float, float]:
+def _band(planes: Planes, colour: Floats, start: int, stop: int) -> Band:
+    """The band with its colour and edge: per side, the largest step over the next 3 lines.
+
+    ``colour`` holds the colours of the band's lines, start to stop.
+    """
+    mean = colour.mean(axis=1)
+    before = list(range(start - 1, max(-1, start - 4), -1))
+    after = list(range(stop, min(planes.shape[1], stop + 3)))
+    # Per line beside the band: the largest channel difference, averaged along the line.
+    smooth = _smooth(_unit(planes[:, before + after]))  # (channel, line, position)
+    steps = np.abs(smooth - mean[:, None, None]).max(axis=0).mean(axis=1)
+    sides = (steps[:len(before)], steps[len(before):])
+    edge = min((float(side.max()) for side in sides if len(side)), default=0.0)
+    return Band(start, stop, _triple(mean), edge)
+
+
+def _triple(values: Floats) -> tuple[float, float, float]:
     return (float(values[0]), float(values[1]), float(values[2]))
 
 
@@ -506,24 +589,43 @@ def _margins(bands: list[Band], span: int, gutter: tuple[float, float, float]) -
     return (before, after)
 
 
-def _seam_strength(planes: Planes) -> Array:
+def _seam_strength(step: Array) -> Array:
     """Edge strength across each line over its local baseline (about 1 on ordinary lines).
 
-    The step between lines y-1 and y+1 (two lines apart, so a seam blurred by downsampling
-    still shows) averaged over the full line, divided by the median step within
-    +-SEAM_WINDOW of the span, the step's own neighbourhood (+-2 lines) left out.
+    ``step`` (from _line_profiles) is the step between lines y-1 and y+1 (two lines apart,
+    so a seam blurred by downsampling still shows) averaged over the full line, at index
+    y - 1. It is divided by the median step within +-SEAM_WINDOW of the span, the step's own
+    neighbourhood (+-2 lines) left out.
+
+    The medians are the costly part, so only lines whose strength is read get one: the
+    middle window (where the seam line is chosen) and lines whose step could make an extra
+    seam (strength >= SEAM_EXTRA_MIN needs step >= SEAM_EXTRA_MIN * SEAM_FLOOR; half that,
+    for a margin). The other lines keep 0.
     """
-    span = planes.shape[1]
+    span = step.shape[0] + 2
     strength = np.zeros(span)
     if span < 5:
         return strength
-    step = np.abs(planes[:, 2:] - planes[:, :-2]).mean(axis=(0, 2), dtype=np.float64)
+    needed = step >= SEAM_EXTRA_MIN * SEAM_FLOOR / 2  # at index y - 1, as ``step``
+    needed[_middle_window(span) - 1] = True
+    needed[span // 2 - 1] = True  # the middle line, chosen when the window is empty
+    lines = 1 + np.flatnonzero(needed)
     reach = max(5, round(SEAM_WINDOW * span))
     windows = sliding_window_view(np.pad(step, reach, mode="reflect"), 2 * reach + 1)
     keep = np.r_[0:reach - 2, reach + 3:2 * reach + 1]
-    baseline = np.median(windows[:, keep], axis=1)
-    strength[1:-1] = step / (baseline + SEAM_FLOOR)
+    baseline = _row_medians(windows[lines - 1][:, keep])
+    strength[lines] = step[lines - 1] / (baseline + SEAM_FLOOR)
     return strength
+
+
+def _row_medians(values: NDArray[Any]) -> NDArray[Any]:
+    """np.median(values, axis=1), the same numbers: a full sort of short rows is quicker."""
+    ordered = np.sort(values, axis=1)
+    half = values.shape[1] // 2
+    if values.shape[1] % 2:
+        return ordered[:, half]
+    middle: NDArray[Any] = (ordered[:, half - 1] + ordered[:, half]) / 2
+    return middle
 
 
 def _seam_coverage(planes: Planes, line: int) -> float:
@@ -532,13 +634,14 @@ def _seam_coverage(planes: Planes, line: int) -> float:
     if not 1 <= line <= span - 2:
         return 0.0
     reach = max(5, round(SEAM_WINDOW * span))
-    centres = np.arange(max(1, line - reach), min(span - 1, line + reach + 1))
-    steps = np.abs(planes[:, centres + 1] - planes[:, centres - 1]).max(axis=0)
-    others = steps[np.abs(centres - line) > 2]
+    lo, hi = max(1, line - reach), min(span - 1, line + reach + 1)  # the lines compared
+    values = _unit(planes[:, lo - 1:hi + 1])
+    nearby = np.abs(values[:, 2:] - values[:, :-2]).max(axis=0)  # (line, position)
+    others = np.concatenate((nearby[:max(0, line - 2 - lo)], nearby[line + 3 - lo:]))
     if not len(others):
         return 0.0
-    baseline = np.median(others, axis=0)
-    across = steps[int(np.flatnonzero(centres == line)[0])]
+    baseline = _row_medians(np.ascontiguousarray(others.T))  # per position
+    across = nearby[line - lo]
     return float(np.mean(across > SEAM_POSITION_RATIO * baseline + SEAM_POSITION_FLOOR))
 
 
@@ -559,7 +662,7 @@ def _extra_gutters(inner: list[Band], span: int, cut: tuple[int, int]) -> list[f
 
 def _extra_seams(planes: Planes, strength: Array, cut: tuple[int, int]) -> list[float]:
     """Positions of very strong, full-line seams away from the cut and from each other."""
-    span = planes.shape[1]
+    span = strength.shape[0]
     away = max(2, round(GRID_TOLERANCE * span))
     taken = [cut[0], cut[1]]
     found: list[float] = []
@@ -617,34 +720,43 @@ def _inset(box: Box) -> Box:
 # ---------------------------------------------------------------- panel measures
 
 
+Sums = NDArray[np.int16]  # 3x3 sums of 8-bit grey levels (at most 9 * 255)
+
+
 @dataclass(frozen=True)
 class Panel:
     """The small renderings of one panel that the comparisons use."""
 
     colour: Array  # blurred RGB thumbnail: distances and order
     motion: Array  # RGB thumbnail: the subject's trajectory
-    detail: Array  # blurred grey thumbnail: copy test
+    detail: Sums  # blurred grey thumbnail (exact integer 3x3 sums): copy test
     layout: Array  # grey thumbnail: shifted correlation
     histogram: Array  # joint RGB histogram: anchors
     contrast: float  # grey-level std
     detail_ratio: float  # Laplacian variance / contrast^2: fine detail, whatever the contrast
 
-    @classmethod
-    def of(cls, sheet: Image.Image, box: Box) -> Panel:
-        """Render the panel at ``box`` of ``sheet`` once at READ_SIZE, the rest from that."""
-        image = _render(sheet, box)
-        grey = image.convert("L")
-        readable = _pixels(grey, READ_SIZE)
-        contrast = float(readable.std())
-        return cls(
-            colour=_box_blur(_pixels(image, DISTANCE_SIZE)),
-            motion=_pixels(image, MOTION_SIZE),
-            detail=_box_blur(readable),
-            layout=_pixels(grey, NCC_SIZE).astype(np.float32),
-            histogram=_colour_histogram(_pixels(image, HIST_SIZE)),
-            contrast=contrast,
-            detail_ratio=_laplacian_variance(readable) / (contrast ** 2 + 1e-6),
-        )
+
+def _panels(sheet: Image.Image, boxes: list[Box]) -> list[Panel]:
+    """Render each panel at its box of ``sheet`` once at READ_SIZE, the rest from that.
+
+    The READ_SIZE grey copy stays 8-bit: its statistics are exact integer sums, so they need
+    no float copies (on arrays this small, fresh memory and numpy calls, not arithmetic, set
+    the cost). The small thumbnails of all panels are processed together.
+    """
+    images = [_render(sheet, box) for box in boxes]
+    greys = [image.convert("L") for image in images]
+    colour = _box_blur(_stack(images, DISTANCE_SIZE))
+    layout = _stack(greys, NCC_SIZE).astype(np.float32)
+    panels = []
+    for k, (image, grey) in enumerate(zip(images, greys, strict=True)):
+        levels = np.asarray(grey)  # READ_SIZE, 8-bit
+        contrast = _grey_std(levels)
+        motion: Array = np.divide(np.asarray(_small(image, MOTION_SIZE)), 255.0)
+        panels.append(Panel(colour=colour[k], motion=motion,
+                            detail=_box_sums(levels), layout=layout[k],
+                            histogram=_colour_histogram(image), contrast=contrast,
+                            detail_ratio=_laplacian_variance(levels) / (contrast ** 2 + 1e-6)))
+    return panels
 
 
 def _render(sheet: Image.Image, box: Box) -> Image.Image:
@@ -661,11 +773,13 @@ def _phase_change(sheet: Image.Image, first: Panel, second: Panel, first_box: Bo
     pixel off in each direction: a gutter edge blurred by JPEG can move a cut by a pixel.
     """
     change = _max_block_change(first.detail, second.detail)
+    if not CHANGE_SETTLED_BELOW <= change < CHANGE_REALIGN_BELOW:
+        return change  # a clear change, or a copy already
     for box in _realigned(first_box, second_box, sheet.size):
-        if not CHANGE_SETTLED_BELOW <= change < CHANGE_REALIGN_BELOW:
+        grey = np.asarray(_render(sheet, box).convert("L"))
+        change = min(change, _max_block_change(first.detail, _box_sums(grey)))
+        if change < CHANGE_SETTLED_BELOW:
             break
-        grey = _render(sheet, box).convert("L")
-        change = min(change, _max_block_change(first.detail, _box_blur(_pixels(grey, READ_SIZE))))
     return change
 
 
@@ -686,24 +800,68 @@ def _realigned(first: Box, second: Box, size: tuple[int, int]) -> list[Box]:
     return boxes
 
 
-def _pixels(image: Image.Image, size: int) -> Array:
-    """size x size area-averaged copy as floats in [0, 1]."""
-    small = image if image.size == (size, size) else image.resize((size, size),
-                                                                  Image.Resampling.BOX)
-    return np.asarray(small, dtype=np.float64) / 255.0
+def _small(image: Image.Image, size: int) -> Image.Image:
+    """size x size area-averaged copy."""
+    if image.size == (size, size):
+        return image
+    return image.resize((size, size), Image.Resampling.BOX)
 
 
-def _box_blur(values: Array) -> Array:
-    """3x3 box blur over the first two axes, edges replicated."""
-    pad = [(1, 1), (1, 1)] + [(0, 0)] * (values.ndim - 2)
-    p = np.pad(values, pad, mode="edge")
-    h, w = values.shape[:2]
-    total = np.zeros_like(values)
-    for dy in range(3):
-        for dx in range(3):
-            total += p[dy:dy + h, dx:dx + w]
+def _stack(images: list[Image.Image], size: int) -> Array:
+    """size x size area-averaged copies as floats in [0, 1], stacked on a first axis."""
+    pixels = np.stack([np.asarray(_small(image, size)) for image in images])
+    result: Array = np.divide(pixels, 255.0)
+    return result
+
+
+def _edge_padded(values: NDArray[Any], dtype: type[np.generic]) -> NDArray[Any]:
+    """Axes 1 and 2 padded by one, edges replicated (np.pad costs more on small arrays)."""
+    h, w = values.shape[1:3]
+    padded = np.empty((values.shape[0], h + 2, w + 2, *values.shape[3:]), dtype=dtype)
+    padded[:, 1:-1, 1:-1] = values
+    padded[:, 0, 1:-1] = values[:, 0]
+    padded[:, -1, 1:-1] = values[:, -1]
+    padded[:, :, 0] = padded[:, :, 1]
+    padded[:, :, -1] = padded[:, :, -2]
+    return padded
+
+
+def _box_blur(stack: Array) -> Array:
+    """3x3 box blur of each image of a stack (over axes 1 and 2), edges replicated."""
+    h, w = stack.shape[1:3]
+    p = _edge_padded(stack, np.float64)
+    total = p[:, :h, :w] + p[:, :h, 1:w + 1]
+    for dy, dx in ((0, 2), (1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)):
+        total += p[:, dy:dy + h, dx:dx + w]  # the order of the sum of the 3x3 neighbourhood
     result: Array = total / 9.0
     return result
+
+
+def _box_sums(grey: NDArray[np.uint8]) -> Sums:
+    """3x3 sums of an 8-bit image, edges replicated: its 3x3 box blur times 9 * 255, exact
+    (so the sums can run over columns, then rows)."""
+    p = _edge_padded(grey[None], np.int16)[0]
+    columns = p[:-2] + p[1:-1] + p[2:]
+    total: Sums = columns[:, :-2] + columns[:, 1:-1] + columns[:, 2:]
+    return total
+
+
+def _grey_std(grey: NDArray[np.uint8]) -> float:
+    """Standard deviation of the grey levels as floats in [0, 1], from exact integer sums."""
+    return math.sqrt(_squared_spread(grey.ravel())) / (grey.size * 255)
+
+
+def _laplacian_variance(grey: NDArray[np.uint8]) -> float:
+    """Variance of the 4-neighbour Laplacian of the grey levels (floats in [0, 1]), exact."""
+    g = grey.astype(np.int16)  # the Laplacian lies within +-4 * 255
+    lap = 4 * g[1:-1, 1:-1] - g[:-2, 1:-1] - g[2:, 1:-1] - g[1:-1, :-2] - g[1:-1, 2:]
+    return _squared_spread(lap.ravel()) / (lap.size ** 2 * 255.0 * 255.0)
+
+
+def _squared_spread(values: NDArray[np.integer[Any]]) -> int:
+    """n^2 times the variance of n integers, exactly: n * sum(v^2) - sum(v)^2."""
+    squares = int(np.einsum("i,i->", values, values, dtype=np.int64))
+    return values.size * squares - int(values.sum(dtype=np.int64)) ** 2
 
 
 def _distance_matrix(thumbs: list[Array]) -> Array:
@@ -716,24 +874,57 @@ def _distance_matrix(thumbs: list[Array]) -> Array:
     return dist
 
 
-def _max_block_change(a: Array, b: Array) -> float:
+def _max_block_change(a: Sums, b: Sums) -> float:
     """Largest mean absolute grey difference over a grid of blocks, at the best alignment.
 
     Blocks, not the whole panel: a small subject that moves is a real change. The best of
     the shifts up to CHANGE_MAX_SHIFT pixels: a copy pasted a pixel off, or resampled into a
     cell one pixel wider, is still a copy. Copies give about 0.
+
+    ``a`` and ``b`` are 3x3 grey sums (see _box_sums), so every sum here is an exact integer
+    and one division at the end gives the mean on the [0, 1] scale. That makes a shortcut
+    exact: |sum(a) - sum(b)| over a block is at most sum(|a - b|), so shifts are tried in
+    the order of that bound, and once it reaches the best block difference found, no
+    remaining shift can do better (on most pairs one or two shifts are compared in full).
     """
     n, s = CHANGE_BLOCKS, CHANGE_MAX_SHIFT
-    side = (a.shape[0] - 2 * s) // n
+    side: int = (a.shape[0] - 2 * s) // n
     span = side * n
     core = a[s:s + span, s:s + span]
-    best = math.inf
-    for dy in range(-s, s + 1):
-        for dx in range(-s, s + 1):
-            moved = b[s + dy:s + dy + span, s + dx:s + dx + span]
-            blocks = np.abs(core - moved).reshape(n, side, n, side).mean(axis=(1, 3))
-            best = min(best, float(blocks.max()))
-    return best
+    bounds = np.abs(_shifted_block_sums(b, side, n, 2 * s + 1) - _block_sums(core, side))
+    bounds = bounds.max(axis=(2, 3))  # (dy, dx)
+    largest = math.inf  # the least, over the shifts, of the largest block sum
+    for shift in np.argsort(bounds, axis=None):
+        dy, dx = divmod(int(shift), bounds.shape[1])
+        if bounds[dy, dx] >= largest:
+            break
+        moved = b[dy:dy + span, dx:dx + span]
+        largest = min(largest, int(_block_sums(np.abs(core - moved), side).max()))
+    return largest / (side * side * 9 * 255)
+
+
+def _block_sums(values: Sums, side: int) -> NDArray[np.int32]:
+    """Sums over the side x side blocks tiling ``values``: each block's rows first (whole
+    rows add fast), then its columns."""
+    h, w = values.shape
+    rows = values.reshape(h // side, side, w).sum(axis=1, dtype=np.int32)
+    sums: NDArray[np.int32] = np.add.reduceat(rows, np.arange(0, w, side), axis=1,
+                                              dtype=np.int32)
+    return sums
+
+
+def _shifted_block_sums(b: Sums, side: int, n: int, shifts: int) -> NDArray[np.int32]:
+    """Block sums of the n x n blocks of b shifted by (dy, dx), for every dy, dx below
+    ``shifts``: (dy, dx, block row, block column)."""
+    span = side * n
+    rows = np.stack([b[dy:dy + span].reshape(n, side, -1).sum(axis=1, dtype=np.int32)
+                     for dy in range(shifts)])  # (dy, block row, x)
+    table = np.zeros((*rows.shape[:2], rows.shape[2] + 1), dtype=np.int32)
+    np.cumsum(rows, axis=2, out=table[..., 1:])
+    runs = table[..., side:] - table[..., :-side]  # sums over side columns from each x
+    first = np.arange(shifts)[:, None] + side * np.arange(n)  # (dx, block column)
+    sums: NDArray[np.int32] = runs[..., first].transpose(0, 2, 1, 3)
+    return sums
 
 
 def _order_fraction(dist: Array) -> float:
@@ -753,8 +944,8 @@ def _trajectory_order(thumbs: list[Array]) -> float | None:
     """How monotone the subject's path is in reading order: |Kendall tau| of its centroids
     projected on their main axis (1: one direction, 0: back and forth). None when the scene
     itself moves (a pan) or nothing moves, so only the distance matrix can speak."""
-    stack = np.stack(thumbs)
-    difference = np.abs(stack - np.median(stack, axis=0)).sum(axis=-1)
+    median = _median_of_four(thumbs)
+    difference = np.stack([_channel_sum(np.abs(thumb - median)) for thumb in thumbs])
     if (difference.max(axis=0) < MOTION_STATIC[0]).mean() < MOTION_STATIC[1]:
         return None  # the camera or the whole scene moved: no single subject to follow
     moved = difference > MOTION_THRESHOLD
@@ -773,12 +964,39 @@ def _trajectory_order(thumbs: list[Array]) -> float | None:
     return abs(tau)
 
 
-def _colour_histogram(rgb: Array) -> Array:
-    levels = np.clip((rgb * HIST_BINS).astype(np.int64), 0, HIST_BINS - 1)
-    index = (levels[..., 0] * HIST_BINS + levels[..., 1]) * HIST_BINS + levels[..., 2]
-    counts = np.bincount(index.ravel(), minlength=HIST_BINS ** 3).astype(np.float64)
-    result: Array = counts / counts.sum()
-    return result
+def _channel_sum(rgb: Array) -> Array:
+    """rgb.sum(axis=-1), the same numbers (added in the same order), without the slow
+    reduction over a 3-long axis."""
+    total: Array = rgb[..., 0] + rgb[..., 1]
+    total += rgb[..., 2]
+    return total
+
+
+def _median_of_four(layers: list[Array]) -> Array:
+    """np.median(np.stack(layers), axis=0) for four layers, the same numbers, without a sort.
+
+    Dropping the smaller of the pairs' minima and the larger of their maxima leaves the
+    middle two.
+    """
+    low = np.minimum(layers[0], layers[1]), np.minimum(layers[2], layers[3])
+    high = np.maximum(layers[0], layers[1]), np.maximum(layers[2], layers[3])
+    middle: Array = (np.maximum(*low) + np.minimum(*high)) / 2
+    return middle
+
+
+# The histogram bin of each 8-bit value, from its float in [0, 1] as everywhere else, per
+# channel already weighted for the joint index (red * 36 + green * 6 + blue).
+_LEVELS = np.clip((np.arange(256) / 255.0 * HIST_BINS).astype(np.int64), 0, HIST_BINS - 1)
+_BIN_PARTS = [(_LEVELS * HIST_BINS ** (2 - c)).astype(np.uint16) for c in range(3)]
+
+
+def _colour_histogram(image: Image.Image) -> Array:
+    """Joint RGB histogram of a HIST_SIZE copy of the image, as shares of its pixels."""
+    pixels = np.asarray(_small(image, HIST_SIZE))
+    index = sum(np.take(part, pixels[..., c]) for c, part in enumerate(_BIN_PARTS))
+    counts = np.bincount(np.ravel(index), minlength=HIST_BINS ** 3)
+    shares: Array = counts / counts.sum()
+    return shares
 
 
 def _histogram_overlap(p: Array, q: Array) -> float:
@@ -786,28 +1004,48 @@ def _histogram_overlap(p: Array, q: Array) -> float:
     return float(np.minimum(p, q).sum())
 
 
-def _shifted_correlation(a: Array, b: Array) -> float:
-    """Best normalised cross-correlation of either panel's centre inside the other (+-20%)."""
-    return max(_centre_in(a, b), _centre_in(b, a))
+def _shifted_correlations(layouts: list[Array],
+                          pairs: tuple[tuple[int, int], ...]) -> list[float]:
+    """Per pair of grey thumbnails, the best normalised cross-correlation of either one's
+    centre inside the other (shifts up to NCC_MAX_SHIFT, 20%).
 
-
-def _centre_in(a: Array, b: Array) -> float:
+    Windows flatter than NCC_MIN_STD, and flat centres, correlate with nothing (0). One FFT
+    per thumbnail and per centre serves every pair: the product of two spectra, transformed
+    back, holds the dot product of a centre with every window.
+    """
     s = NCC_MAX_SHIFT
-    m = a.shape[0] - 2 * s
+    stack = np.stack(layouts)  # (panel, y, x), float32
+    count, size = stack.shape[:2]
+    m = size - 2 * s
     least = NCC_MIN_STD * m  # the norm of an m x m window with that std
-    template = a[s:s + m, s:s + m] - a[s:s + m, s:s + m].mean()
-    t_norm = float(np.sqrt((template ** 2).sum()))
-    if t_norm < least:
-        return 0.0
-    windows = sliding_window_view(b, (m, m))
-    centred = windows - windows.mean(axis=(2, 3), keepdims=True)
-    w_norm = np.sqrt((centred ** 2).sum(axis=(2, 3)))
-    num = np.einsum("ijkl,kl->ij", centred, template)
-    ncc = np.where(w_norm >= least, num / np.maximum(w_norm * t_norm, 1e-12), 0.0)
-    return float(ncc.max())
+    centres = stack[:, s:s + m, s:s + m]
+    templates = centres - centres.mean(axis=(1, 2), keepdims=True)  # float32, as always
+    t_norms = np.sqrt((templates ** 2).sum(axis=(1, 2))).astype(np.float64)
+    # Both in one FFT: the thumbnails, and the centres at the origin, zero-padded.
+    signals = np.zeros((2 * count, size, size))
+    signals[:count] = stack
+    signals[count:, :m, :m] = templates
+    spectra = np.fft.rfft2(signals)
+    # Ordered pairs: the centre of panel i searched in panel j.
+    i, j = np.array([o for a, b in pairs for o in ((a, b), (b, a))]).T
+    dots = np.fft.irfft2(np.conj(spectra[count + i]) * spectra[j], s=(size, size))
+    dots = dots[:, :2 * s + 1, :2 * s + 1]  # the windows inside the panel (no wrap-around)
+    sums, w_norms = _window_moments(signals[:count], m)
+    # The windows are centred: their mean times the template's sum (0 up to rounding) goes.
+    t_sums = signals[count:].sum(axis=(1, 2))
+    numerators = dots - sums[j] * (t_sums[i] / (m * m))[:, None, None]
+    norms = w_norms[j] * t_norms[i][:, None, None]
+    ncc = np.where(w_norms[j] >= least, numerators / np.maximum(norms, 1e-12), 0.0)
+    best = np.where(t_norms[i] < least, 0.0, ncc.max(axis=(1, 2)))
+    return [max(float(best[2 * k]), float(best[2 * k + 1])) for k in range(len(pairs))]
 
 
-def _laplacian_variance(grey: Array) -> float:
-    g = grey
-    lap = 4 * g[1:-1, 1:-1] - g[:-2, 1:-1] - g[2:, 1:-1] - g[1:-1, :-2] - g[1:-1, 2:]
-    return float(lap.var())
+def _window_moments(areas: Array, m: int) -> tuple[Array, Array]:
+    """Sum and centred norm (sqrt of the summed squared deviation) of each m x m window,
+    for each image of a stack. Window sums are products with a band of ones."""
+    offset = np.arange(areas.shape[-1])[:, None] - np.arange(areas.shape[-1] - m + 1)
+    band = ((offset >= 0) & (offset < m)).astype(np.float64)  # band[y, i]: i <= y < i + m
+    both = band.T @ np.concatenate((areas, areas * areas)) @ band
+    sums, squares = both[:len(areas)], both[len(areas):]
+    energy = squares - sums * sums / (m * m)
+    return sums, np.sqrt(np.maximum(energy, 0.0))
