@@ -5,9 +5,11 @@ beside each figure, its target and PASS or MISS:
 
 1. collection of the case set against plain pytest collecting as many parametrized tests;
 2. a full run with a model and a judge that cost nothing (the ``files`` model over sheets
-   made beforehand, the ``replay`` judge over their judgments) against as many plain tests
-   that each write one 256x256 PNG; beside it, for information, the CPU-bound procedural
-   run (the procedural model draws every sheet, the pixel judge scores it: 256 px sheets);
+   an earlier run made, with their records, so their pixel facts are known; the ``replay``
+   judge over their judgments) against as many plain tests that each write one 256x256 PNG;
+   beside it, for information, the same PNGs without records (the plugin measures every
+   sheet's pixel facts) and the CPU-bound procedural run (the procedural model draws every
+   sheet, the pixel judge scores it);
 3. resuming the finished procedural run against its collection (the report must show
    nothing generated or judged);
 4. peak RSS of the procedural run against a run of a tenth of the cases;
@@ -173,6 +175,7 @@ class Bench:
     case_args: list[str] = field(default_factory=list)
     subset_args: list[str] = field(default_factory=list)
     free_args: list[str] = field(default_factory=list)
+    bare_args: list[str] = field(default_factory=list)
     items: int = 0
 
     def prepare(self) -> None:
@@ -190,9 +193,14 @@ class Bench:
         # Sheets and judgments made once, for the run whose model and judge cost nothing.
         made = self.fresh("made")
         pytest_run([*RUN, *self.case_args], made)
-        self.free_args = [f"--imagetime-model=files:{made / 'reports/procedural/images'}",
-                          f"--imagetime-judge=replay:{made / 'reports/procedural/pixel'}",
-                          *self.case_args]
+        images = made / "reports/procedural/images"
+        replay = f"--imagetime-judge=replay:{made / 'reports/procedural/pixel'}"
+        self.free_args = [f"--imagetime-model=files:{images}", replay, *self.case_args]
+        # The same PNGs without their records: the plugin measures their pixel facts.
+        bare = self.fresh("bare")
+        for png in images.glob("*.png"):
+            shutil.copy(png, bare / png.name)
+        self.bare_args = [f"--imagetime-model=files:{bare}", replay, *self.case_args]
 
     def fresh(self, name: str) -> Path:
         path = self.root / name
@@ -210,6 +218,7 @@ class Results:
     collect: Series = field(default_factory=Series)
     plain_collect: Series = field(default_factory=Series)
     free: Series = field(default_factory=Series)
+    bare: Series = field(default_factory=Series)
     full: Series = field(default_factory=Series)
     plain_run: Series = field(default_factory=Series)
     resume: Series = field(default_factory=Series)
@@ -225,6 +234,7 @@ def repetition(bench: Bench, res: Results) -> None:
     res.plain_collect.add(bench.plain("plain_collect", "--collect-only"))
     res.free.add(pytest_run(bench.free_args, bench.fresh("free")))
     res.plain_run.add(bench.plain("plain_run"))
+    res.bare.add(pytest_run(bench.bare_args, bench.fresh("bare_run")))
     run_dir = bench.fresh("run")
     res.full.add(pytest_run([*RUN, *cases], run_dir))
     res.resume.add(pytest_run([*RUN, *cases], run_dir))
@@ -256,8 +266,10 @@ def print_table(bench: Bench, res: Results, repeat: int, found: Overlap | None) 
               res.collect.time() / res.plain_collect.time(), 1.5, True))
     print(row("2 files+replay vs plain", res.free.time_text(), res.plain_run.time_text(),
               res.free.time() / res.plain_run.time(), 2.0, True))
-    print(f"{'  procedural+pixel':<22} {res.full.time_text():<32} {res.plain_run.time_text():<32}"
-          f" {res.full.time() / res.plain_run.time():6.2f}x  (information: draws and measures)")
+    for label, series, what in (("  files, bare PNGs", res.bare, "measures pixel facts"),
+                                ("  procedural+pixel", res.full, "draws and measures")):
+        print(f"{label:<22} {series.time_text():<32} {res.plain_run.time_text():<32}"
+              f" {series.time() / res.plain_run.time():6.2f}x  (information: {what})")
     print(row("3 resume vs collect", res.resume.time_text(), res.collect.time_text(),
               res.resume.time() / res.collect.time(), 1.5, True))
     print(row(f"4 RSS {bench.items} vs {subset}", res.full.rss_text(), res.subset.rss_text(),

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -14,6 +16,8 @@ from pytest_imagetime.models.files import FilesModel
 from pytest_imagetime.models.procedural import ProceduralModel
 from pytest_imagetime.record import ItemRecord
 from pytest_imagetime.runner import RunSpec, generate_sheet, judge_sheet
+from pytest_imagetime.sheet import metrics
+from pytest_imagetime.sheet.metrics import METRICS_VERSION
 from pytest_imagetime.store import RunPaths
 from tests.builders import make_case
 
@@ -110,3 +114,67 @@ def test_a_resumed_judged_item_never_decodes_its_sheet(tmp_path: Path,
     assert decodes == []
     assert (again.record.generated, again.record.judged) == (False, False)
     assert again.record.scores == first.record.scores
+
+
+def _earlier_run(tmp_path: Path) -> tuple[Path, Case]:
+    """Sheets an earlier run stored: PNGs with their records beside them."""
+    case = make_case()
+    model = ProceduralModel()
+    judge = PixelJudge()
+    spec = RunSpec(model=model, judge=judge,
+                   paths=RunPaths(tmp_path / "earlier", model.name, judge.name, "prompt-only"),
+                   setting="prompt-only", size=64, run_seed=0)
+    generate_sheet(spec, case)
+    return spec.paths.image(case.id).parent, case
+
+
+def _counting_analyze(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = metrics.analyze
+
+    def counted(image: Image.Image) -> Any:
+        calls.append(1)
+        return real(image)
+
+    monkeypatch.setattr(metrics, "analyze", counted)
+    return calls
+
+
+def test_facts_recorded_beside_the_same_bytes_are_reused(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    images, case = _earlier_run(tmp_path)
+    earlier = json.loads((images / f"{case.id}.json").read_text())
+    calls = _counting_analyze(monkeypatch)
+    spec = _spec(images, tmp_path / "out")
+    sheet = generate_sheet(spec, case)
+    assert calls == []
+    assert sheet.record["pixel_metrics"] == earlier["pixel_metrics"]
+    assert sheet.sha256 == earlier["image_sha256"]
+
+
+@pytest.mark.parametrize("damage", ["other bytes", "old version", "not a record"])
+def test_facts_are_measured_when_the_record_does_not_fit(tmp_path: Path, damage: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    images, case = _earlier_run(tmp_path)
+    record_path = images / f"{case.id}.json"
+    record = json.loads(record_path.read_text())
+    if damage == "other bytes":
+        with Image.open(images / f"{case.id}.png") as image:
+            image.rotate(90).save(images / f"{case.id}.png")
+    elif damage == "old version":
+        record["pixel_metrics"]["version"] = "0"
+        record_path.write_text(json.dumps(record))
+    else:
+        record_path.write_text("[1, 2")
+    calls = _counting_analyze(monkeypatch)
+    sheet = generate_sheet(_spec(images, tmp_path / "out"), case)
+    assert calls == [1]
+    assert sheet.record["pixel_metrics"]["version"] == METRICS_VERSION
+
+
+def test_a_truncated_png_is_a_model_error(tmp_path: Path) -> None:
+    images, case = _earlier_run(tmp_path)
+    path = images / f"{case.id}.png"
+    path.write_bytes(path.read_bytes()[:-30])
+    with pytest.raises(ModelError, match="cannot read"):
+        FilesModel(str(images)).generate(request=_request(case))

@@ -310,7 +310,9 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     metrics = None
     if spec.grid != SHEET:
         record["grid"] = list(spec.grid)
-    else:  # layout facts are about 2x2 sheets
+    elif _current(generated.facts):  # layout facts are about 2x2 sheets
+        record["pixel_metrics"] = dict(generated.facts or {})
+    else:
         metrics = pixel_metrics.analyze(image)
         record["pixel_metrics"] = _facts(metrics)
     if item.reference is not None:
@@ -375,15 +377,23 @@ def _facts(measured: pixel_metrics.SheetMetrics) -> dict[str, Any]:
             "implied_labels": list(measured.implied_labels()), "values": measured.to_json()}
 
 
+def _current(facts: object) -> bool:
+    """Whether stored pixel facts are this version's (others are measured again)."""
+    return (isinstance(facts, Mapping) and facts.get("version") == pixel_metrics.METRICS_VERSION
+            and isinstance(facts.get("implied_labels"), list)
+            and isinstance(facts.get("values"), dict))
+
+
 def pixel_labels(sheet: Sheet) -> tuple[str, ...]:
     """Failure labels the pixels alone justify; measured again if the stored facts are stale."""
     if sheet.metrics is not None:
         return sheet.metrics.implied_labels()
     facts = sheet.record.get("pixel_metrics")
-    if not isinstance(facts, dict) or facts.get("version") != pixel_metrics.METRICS_VERSION:
+    if not _current(facts):
         sheet.metrics = pixel_metrics.analyze(sheet.image)
         return sheet.metrics.implied_labels()
-    return tuple(facts["implied_labels"])
+    assert isinstance(facts, Mapping)
+    return tuple(str(label) for label in facts["implied_labels"])
 
 
 def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:

@@ -7,6 +7,7 @@ is an error, because a replayed score for a different image would be a made-up o
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,10 +36,12 @@ class ReplayJudge:
         return frozenset()  # whatever the original judge scored; it was validated when stored
 
     def config(self) -> Mapping[str, Any]:
-        return {"judge": "replay", "source": str(self.source), "judge_model": self._origin()}
+        return {"judge": "replay", "source": str(self.source), "judge_model": self._origin}
 
+    @functools.cached_property
     def _origin(self) -> str:
-        """The judge model behind the stored judgments: replayed scores stay that judge's."""
+        """The judge model behind the stored judgments: replayed scores stay that judge's.
+        Looked up once: config() is asked for on every item."""
         for path in sorted((self.source / "judgments").glob("*.json"))[:1]:
             try:
                 return str(json.loads(path.read_text())["judgment"]["judge_model"])

@@ -48,6 +48,9 @@ class Generated:
     # The image as the backend delivered it (a file, an API's PNG): stored byte for byte when
     # it is an RGB PNG, so nothing is encoded twice and its digest is the source's.
     data: bytes | None = None
+    # Pixel facts already measured on exactly these bytes (an earlier run's record of a file
+    # the files model reads); used when their metrics version is current, else measured.
+    facts: Mapping[str, JSON] | None = None
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import io
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from ..store import sha256_bytes
 from .base import Generated, GenerationRequest, ModelError
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
@@ -34,7 +37,11 @@ class FilesModel:
         return self._spec
 
     def config(self) -> Mapping[str, Any]:
-        return {"backend": "files", "directory": str(self.directory.resolve())}
+        return {"backend": "files", "directory": self._resolved}
+
+    @functools.cached_property
+    def _resolved(self) -> str:  # config() is asked for on every item
+        return str(self.directory.resolve())
 
     def find(self, case_id: str) -> Path | None:
         for suffix in SUFFIXES:
@@ -59,11 +66,35 @@ class FilesModel:
                              f"(or {', '.join(SUFFIXES[1:])})")
         try:
             data = path.read_bytes()
-            with Image.open(io.BytesIO(data)) as opened:
-                image = opened.convert("RGB")
-        except (OSError, UnidentifiedImageError) as exc:
+            image = _open_rgb(data)
+        except (OSError, UnidentifiedImageError, SyntaxError) as exc:
             raise ModelError(f"cannot read {path}: {exc}") from None
         stat = path.stat()
         # The file's own bytes go to the store: an RGB PNG is kept as it is, not re-encoded.
         return Generated(image, {"source": str(path), "source_size": stat.st_size,
-                                 "source_mtime_ns": stat.st_mtime_ns}, data=data)
+                                 "source_mtime_ns": stat.st_mtime_ns}, data=data,
+                         facts=recorded_facts(path, data))
+
+
+def _open_rgb(data: bytes) -> Image.Image:
+    """The file as an RGB image. An RGB PNG is checked (chunk CRCs) but decoded only when its
+    pixels are first needed: a sheet whose pixel facts and judgment are already known never is."""
+    with Image.open(io.BytesIO(data)) as opened:
+        if opened.format != "PNG" or opened.mode != "RGB":
+            return opened.convert("RGB")
+        opened.verify()
+    return Image.open(io.BytesIO(data))
+
+
+def recorded_facts(path: Path, data: bytes) -> Mapping[str, Any] | None:
+    """The pixel facts an earlier run recorded beside this very file (``<case>.json`` in its
+    images directory, as ``files:reports/MODEL/images`` reads), when the record's digest is
+    this file's: the same bytes have the same facts."""
+    try:
+        record = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("image_sha256") != sha256_bytes(data):
+        return None
+    facts = record.get("pixel_metrics")
+    return facts if isinstance(facts, dict) else None
