@@ -8,7 +8,12 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_imagetime.report.junit_xml import JunitCase, junit_text, write_junit_xml
+from pytest_imagetime.report.junit_xml import (
+    JunitCase,
+    junit_text,
+    status_counts,
+    write_junit_xml,
+)
 
 # What XML 1.0 can hold; the writer replaces the rest with "?".
 xml_text = st.text(st.characters(codec="utf-8", exclude_characters="\r"))
@@ -40,7 +45,10 @@ def test_counts_statuses_and_layout(tmp_path: Path) -> None:
                        f"{status} text" if status != "passed" else "", f"{status} line")
              for status in ("passed", "failed", "error")]
     path = tmp_path / "junit.xml"
-    write_junit_xml(path, "imagetime", {"imagetime[m|pixel]": cases, "empty": []})
+    given: dict[str, list[JunitCase]] = {"imagetime[m|pixel]": cases, "empty": []}
+    write_junit_xml(path, "imagetime", {k: iter(v) for k, v in given.items()},
+                    {k: status_counts(c.status for c in v) for k, v in given.items()})
+    assert path.read_text() == junit_text("imagetime", given)
     root = ET.parse(path).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "1", "1")
     suites = root.findall("testsuite")

@@ -20,9 +20,11 @@ run at once, and a hosted backend with ``concurrency`` > 1 gets that many calls 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from .cases import Case
 from .record import ItemRecord
@@ -40,7 +42,9 @@ from .runner import (
 # What an item gets: its scored outcome, or for a dense grid (never judged) its sheet.
 Result = ItemOutcome | Sheet
 Drawing = Sheet | Drawn | ItemError  # what the generation step hands on
+MEASURING_THREADS = 1
 Work = list[tuple["Job", "Future[Result]"]]
+Queue = deque[tuple["Job", "Future[Result]"]]
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,10 @@ class Pipeline:
                                         thread_name_prefix="imagetime-judge")
         self._drawers = ThreadPoolExecutor(max_workers=max(1, generation_concurrency),
                                            thread_name_prefix="imagetime-draw")
+        # Encoding and measuring is CPU-bound Python and numpy: one thread beside the backend
+        # is what the interpreter lock lets through; more would only contend for it.
+        self._measurers = ThreadPoolExecutor(max_workers=MEASURING_THREADS,
+                                             thread_name_prefix="imagetime-measure")
         self._slots = threading.BoundedSemaphore(max(1, lookahead))
         self._budget = budget or CostBudget(None)
         self._generate = generate
@@ -107,13 +115,14 @@ class Pipeline:
         """Start working through ``jobs`` in the order they will be asked for."""
         if self._thread is not None:
             return
-        work: Work = []
+        work: Queue = deque()
         with self._lock:
             for job in jobs:
                 future = self._futures.setdefault(job.key, Future())
                 work.append((job, future))
         # The thread keeps its own references: an item may take its future out of the table
-        # (and wait on it) before the thread reaches it.
+        # (and wait on it) before the thread reaches it. It drops each as it hands it on, so
+        # finished results (held by their futures) do not stay in memory to the session end.
         self._thread = threading.Thread(target=self._generate_all, args=(work,),
                                         name="imagetime-generate", daemon=True)
         self._thread.start()
@@ -132,6 +141,7 @@ class Pipeline:
         if self._thread is not None:
             self._thread.join()
         self._drawers.shutdown(wait=True, cancel_futures=True)
+        self._measurers.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------ internals
@@ -161,7 +171,7 @@ class Pipeline:
             self._budget.add(outcome.record.cost_usd)
         return outcome
 
-    def _generate_all(self, work: Work) -> None:
+    def _generate_all(self, work: Queue) -> None:
         try:
             self._generate_each(work)
             # Hosted draws may still be running: wait for them before failing what is left.
@@ -173,12 +183,11 @@ class Pipeline:
                         and future.set_running_or_notify_cancel():
                     future.set_exception(ItemError("not generated: the run is stopping"))
 
-    def _generate_each(self, work: Work) -> None:
-        position = 0
-        while position < len(work):
-            group = _next_group(work, position)
-            position += len(group)
+    def _generate_each(self, work: Queue) -> None:
+        while work:
+            group = _next_group(work)
             if not self._take_slots(len(group)):
+                work.extendleft(reversed(group))  # not started: failed with the rest
                 return
             running = []
             for job, future in group:
@@ -226,15 +235,32 @@ class Pipeline:
                 future.set_exception(drawing)
                 self._slots.release()
                 continue
-            try:  # storing and measuring too: the next drawing starts meanwhile
-                self._pool.submit(self._judge_into, job, drawing, future)
-            except RuntimeError as exc:  # the pool is shut down: the session is ending
-                future.set_exception(ItemError(f"not judged: the run is stopping ({exc})"))
-                self._slots.release()
+            # A new drawing is stored and measured on its own thread, so that the backend
+            # draws the next one meanwhile; a stored sheet goes straight to its judge.
+            if isinstance(drawing, Drawn):
+                self._hand_on(self._measurers, self._store_into, job, drawing, future)
+            else:
+                self._hand_on(self._pool, self._judge_into, job, drawing, future)
 
-    def _judge_into(self, job: Job, drawing: Sheet | Drawn, future: Future[Result]) -> None:
+    def _hand_on(self, pool: ThreadPoolExecutor, task: Callable[[Job, Any, Future[Result]], None],
+                 job: Job, drawing: Sheet | Drawn, future: Future[Result]) -> None:
         try:
-            sheet = self._stored(job.spec, drawing)
+            pool.submit(task, job, drawing, future)
+        except RuntimeError as exc:  # the pool is shut down: the session is ending
+            future.set_exception(ItemError(f"not judged: the run is stopping ({exc})"))
+            self._slots.release()
+
+    def _store_into(self, job: Job, drawing: Drawn, future: Future[Result]) -> None:
+        try:
+            sheet = self._store(job.spec, drawing)
+        except BaseException as exc:
+            future.set_exception(exc)
+            self._slots.release()
+            return
+        self._hand_on(self._pool, self._judge_into, job, sheet, future)
+
+    def _judge_into(self, job: Job, sheet: Sheet, future: Future[Result]) -> None:
+        try:
             if not job.spec.judged:
                 future.set_result(sheet)
                 return
@@ -246,13 +272,10 @@ class Pipeline:
             self._slots.release()
 
 
-def _next_group(work: Work, start: int) -> Work:
-    """Consecutive jobs of one run, as many as its batch size allows."""
-    spec = work[start][0].spec
-    size = max(1, spec.batch_size)
-    group = [work[start]]
-    for entry in work[start + 1:start + size]:
-        if entry[0].spec is not spec:
-            break
-        group.append(entry)
+def _next_group(work: Queue) -> Work:
+    """The next consecutive jobs of one run, as many as its batch size allows, taken off."""
+    group = [work.popleft()]
+    spec = group[0][0].spec
+    while work and len(group) < max(1, spec.batch_size) and work[0][0].spec is spec:
+        group.append(work.popleft())
     return group

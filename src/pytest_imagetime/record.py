@@ -64,9 +64,11 @@ class ItemRecord:
         for name, prefixed in _FIELDS:
             value = getattr(self, name)
             if name == "scores":
-                out.extend((PREFIX + d, v) for d, v in value.items() if v is not None)
+                out.extend((_NAMES.get(d) or PREFIX + d, v) for d, v in value.items()
+                           if v is not None)
             elif name == "tree":
-                out.extend((PREFIX + k, round(v, 4)) for k, v in value.items() if v is not None)
+                out.extend((_NAMES.get(k) or PREFIX + k, round(v, 4)) for k, v in value.items()
+                           if v is not None)
             elif isinstance(value, tuple):
                 # JSON, not a joined string: entries may hold commas (cap descriptions).
                 out.append((prefixed, json.dumps(list(value))))
@@ -99,6 +101,9 @@ class ItemRecord:
 # turned into properties and back once or twice per item.
 _FIELDS: tuple[tuple[str, str], ...] = tuple((f.name, PREFIX + f.name)
                                               for f in fields(ItemRecord))
+# One string per property name, shared by every item's properties (they stay in memory, on
+# the items and their reports, for the whole session).
+_NAMES: dict[str, str] = {k: PREFIX + k for k in (*ALL_DIMS, *TREE_KEYS)}
 _TYPES: tuple[tuple[str, str], ...] = tuple((f.name, str(f.type)) for f in fields(ItemRecord)
                                             if f.name not in ("scores", "tree"))
 

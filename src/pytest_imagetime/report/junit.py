@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..record import ItemRecord
 from ..store import with_setting
-from .junit_xml import JunitCase, write_junit_xml
+from .junit_xml import JunitCase, status_counts, write_junit_xml
 
 
 def _suite_name(record: ItemRecord) -> str:
@@ -32,7 +32,12 @@ def junit_case(record: ItemRecord, messages: Mapping[str, str]) -> JunitCase:
 
 
 def write_junit(path: Path, records: Sequence[ItemRecord], messages: Mapping[str, str]) -> None:
-    suites: dict[str, list[JunitCase]] = {}
+    suites: dict[str, list[ItemRecord]] = {}
     for record in sorted(records, key=lambda r: r.key):
-        suites.setdefault(_suite_name(record), []).append(junit_case(record, messages))
-    write_junit_xml(path, "imagetime", suites)
+        suites.setdefault(_suite_name(record), []).append(record)
+    # Cases made as they are written: a run's properties need not all be in memory at once.
+    write_junit_xml(path, "imagetime",
+                    {name: (junit_case(r, messages) for r in members)
+                     for name, members in suites.items()},
+                    {name: status_counts(r.status for r in members)
+                     for name, members in suites.items()})

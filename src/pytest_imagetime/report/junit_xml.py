@@ -8,11 +8,11 @@ took most of a second, the text below takes a few hundredths. The layout is what
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store import atomic_write_bytes
+from ..store import atomic_write_text
 
 Scalar = str | int | float | bool
 
@@ -63,24 +63,34 @@ def _case_lines(case: JunitCase) -> Iterable[str]:
     yield "    </testcase>"
 
 
-def junit_text(name: str, suites: Mapping[str, Sequence[JunitCase]]) -> str:
-    """The document: ``<testsuites>`` with one ``<testsuite>`` per entry, in order."""
-    lines: list[str] = []
-    total = {"tests": 0, "failures": 0, "errors": 0}
+def junit_chunks(name: str, suites: Mapping[str, Iterable[JunitCase]],
+                 counts: Mapping[str, Mapping[str, int]]) -> Iterator[str]:
+    """The document piece by piece: ``<testsuites>`` with one ``<testsuite>`` per entry, in
+    order; ``counts`` gives each suite's tests, failures and errors (the cases may be made
+    lazily, so they are not counted here)."""
+    total = {key: sum(c[key] for c in counts.values()) for key in ("tests", "failures", "errors")}
+    yield "<?xml version='1.0' encoding='utf-8'?>\n"
+    yield f"<testsuites{_attributes({'name': name, **total})}>\n"
     for suite, cases in suites.items():
-        counts = {"tests": len(cases),
-                  "failures": sum(c.status == "failed" for c in cases),
-                  "errors": sum(c.status == "error" for c in cases)}
-        for key in total:
-            total[key] += counts[key]
-        lines.append(f"  <testsuite{_attributes({'name': suite, 'skipped': 0, **counts})}>")
+        attributes = {"name": suite, "skipped": 0, **counts[suite]}
+        yield f"  <testsuite{_attributes(attributes)}>\n"
         for case in cases:
-            lines.extend(_case_lines(case))
-        lines.append("  </testsuite>")
-    head = ["<?xml version='1.0' encoding='utf-8'?>",
-            f"<testsuites{_attributes({'name': name, **total})}>"]
-    return "\n".join([*head, *lines, "</testsuites>", ""])
+            yield "\n".join(_case_lines(case)) + "\n"
+        yield "  </testsuite>\n"
+    yield "</testsuites>\n"
 
 
-def write_junit_xml(path: Path, name: str, suites: Mapping[str, Sequence[JunitCase]]) -> None:
-    atomic_write_bytes(path, junit_text(name, suites).encode("utf-8"))
+def status_counts(statuses: Iterable[str]) -> dict[str, int]:
+    counted = list(statuses)
+    return {"tests": len(counted), "failures": counted.count("failed"),
+            "errors": counted.count("error")}
+
+
+def junit_text(name: str, suites: Mapping[str, Sequence[JunitCase]]) -> str:
+    counts = {suite: status_counts(c.status for c in cases) for suite, cases in suites.items()}
+    return "".join(junit_chunks(name, suites, counts))
+
+
+def write_junit_xml(path: Path, name: str, suites: Mapping[str, Iterable[JunitCase]],
+                    counts: Mapping[str, Mapping[str, int]]) -> None:
+    atomic_write_text(path, junit_chunks(name, suites, counts))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..report.junit_xml import JunitCase, write_junit_xml
+from ..report.junit_xml import JunitCase, status_counts, write_junit_xml
 from .record import TempvizRecord
 from .report import sort_key
 
@@ -28,8 +28,11 @@ def junit_case(record: TempvizRecord, messages: Mapping[str, str]) -> JunitCase:
 
 def write_junit(path: Path, records: Sequence[TempvizRecord],
                 messages: Mapping[str, str]) -> None:
-    suites: dict[str, list[JunitCase]] = {}
+    suites: dict[str, list[TempvizRecord]] = {}
     for record in sorted(records, key=sort_key):
-        suites.setdefault(f"tempviz[{record.model}|{record.judge}]", []).append(
-            junit_case(record, messages))
-    write_junit_xml(path, "tempviz", suites)
+        suites.setdefault(f"tempviz[{record.model}|{record.judge}]", []).append(record)
+    write_junit_xml(path, "tempviz",
+                    {name: (junit_case(r, messages) for r in members)
+                     for name, members in suites.items()},
+                    {name: status_counts(r.status for r in members)
+                     for name, members in suites.items()})
