@@ -149,6 +149,9 @@ class ImagetimeSession:
         self.progress = Progress(options.progress_every_s, self._write_line)
         self._outcomes: dict[str, tuple[str, str]] = {}
         self.records: dict[str, list[ItemRecord]] = {}
+        # Records of items this process ran itself, until their teardown report: the same as
+        # their properties say, without parsing them back.
+        self.local_records: dict[str, ItemRecord] = {}
         self.messages: dict[str, str] = {}
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
@@ -232,7 +235,9 @@ class ImagetimeSession:
 
     def _finish_item(self, report: pytest.TestReport) -> None:
         outcome = self._outcomes.pop(report.nodeid, None)
-        record = ItemRecord.from_properties(report.user_properties)
+        record = self.local_records.pop(report.nodeid, None)
+        if record is None:  # run by an xdist worker: rebuilt from what it sent
+            record = ItemRecord.from_properties(report.user_properties)
         if outcome is None or record is None:
             return  # skipped, or not an ImageTime item
         status, text = outcome
@@ -526,6 +531,8 @@ class CaseItem(pytest.Item):
         kept = [(k, v) for k, v in self.user_properties if not k.startswith("imagetime.")]
         kept.extend(record.to_properties())
         self.user_properties[:] = kept
+        if not _is_xdist_worker(self.config):
+            self.config.stash[session_key].local_records[self.nodeid] = record
 
     def teardown(self) -> None:
         # The record travels in user_properties; what it was made from (the judgment, its raw
