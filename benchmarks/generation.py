@@ -164,6 +164,9 @@ def main() -> None:
     ratio = median["plugin"] / median["bare"]
     print(f"\nplugin / bare: {ratio:.3f} (target >= {target}) "
           f"{'PASS' if ratio >= target else 'MISS'}")
+    added = (1 / median["plugin"] - 1 / median["bare"]) * 1000
+    print(f"the plugin adds {added:.1f} ms per image (stored PNG and record, pixel facts, "
+          f"judge, pytest's own per-test work)")
     print(f"batch {args.batch} speed-up over batch 1: {median['batched'] / median['plugin']:.2f}x")
 
 

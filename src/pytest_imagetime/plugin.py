@@ -149,9 +149,6 @@ class ImagetimeSession:
         self.progress = Progress(options.progress_every_s, self._write_line)
         self._outcomes: dict[str, tuple[str, str]] = {}
         self.records: dict[str, list[ItemRecord]] = {}
-        # Records of items this process ran itself, until their teardown report: the same as
-        # their properties say, without parsing them back.
-        self.local_records: dict[str, ItemRecord] = {}
         self.messages: dict[str, str] = {}
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
@@ -235,9 +232,9 @@ class ImagetimeSession:
 
     def _finish_item(self, report: pytest.TestReport) -> None:
         outcome = self._outcomes.pop(report.nodeid, None)
-        record = self.local_records.pop(report.nodeid, None)
-        if record is None:  # run by an xdist worker: rebuilt from what it sent
-            record = ItemRecord.from_properties(report.user_properties)
+        # Rebuilt from the properties even in this process: a serial run's report then holds
+        # exactly what an xdist run's does (the properties round their values).
+        record = ItemRecord.from_properties(report.user_properties)
         if outcome is None or record is None:
             return  # skipped, or not an ImageTime item
         status, text = outcome
@@ -471,6 +468,7 @@ class CaseItem(pytest.Item):
         self.outcome: ItemOutcome | None = None
         self.sheet: Sheet | None = None  # a dense grid's sheet: shown, never judged
         self._job: Job | None = None
+        self._record: ItemRecord | None = None  # this item's record, until its teardown
         self._add_markers()
 
     def _add_markers(self) -> None:
@@ -528,15 +526,17 @@ class CaseItem(pytest.Item):
         self._set_record(result.record)
 
     def _set_record(self, record: ItemRecord) -> None:
-        kept = [(k, v) for k, v in self.user_properties if not k.startswith("imagetime.")]
-        kept.extend(record.to_properties())
-        self.user_properties[:] = kept
-        if not _is_xdist_worker(self.config):
-            self.config.stash[session_key].local_records[self.nodeid] = record
+        self._record = record
 
     def teardown(self) -> None:
-        # The record travels in user_properties; what it was made from (the judgment, its raw
-        # answer, the caps) need not stay in memory for the rest of the session.
+        # The record travels in user_properties, set here so that only the teardown report
+        # carries them (pytest copies them into every report, and xdist sends each one);
+        # what it was made from (the judgment, its raw answer, the caps) is let go.
+        if self._record is not None:
+            kept = [(k, v) for k, v in self.user_properties if not k.startswith("imagetime.")]
+            kept.extend(self._record.to_properties())
+            self.user_properties[:] = kept
+            self._record = None
         self.outcome = None
         self.sheet = None
         self._job = None
