@@ -178,3 +178,12 @@ def test_a_truncated_png_is_a_model_error(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-30])
     with pytest.raises(ModelError, match="cannot read"):
         FilesModel(str(images)).generate(request=_request(case))
+
+
+def test_a_sheet_that_cannot_be_stored_is_an_item_error(tmp_path: Path) -> None:
+    images, case = _earlier_run(tmp_path)
+    spec = _spec(images, tmp_path / "out")
+    spec.paths.model_dir.mkdir(parents=True)
+    (spec.paths.model_dir / "images").write_text("a file where the images folder goes")
+    with pytest.raises(runner.ItemError, match=rf"cannot store the sheet of {case.id} in "):
+        generate_sheet(spec, case)

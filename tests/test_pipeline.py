@@ -12,9 +12,10 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.cases import Case
+from pytest_imagetime.models.base import Generated
 from pytest_imagetime.pipeline import CostBudget, Job, Pipeline
 from pytest_imagetime.record import ItemRecord
-from pytest_imagetime.runner import ItemError, ItemOutcome, RunSpec, Sheet
+from pytest_imagetime.runner import Drawn, ItemError, ItemOutcome, RunSpec, Sheet
 from tests.builders import make_case
 
 
@@ -177,3 +178,31 @@ def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> Non
             pipeline.outcome(job)
         pipeline.close()
         assert stages.max_drawing == expected
+
+
+def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_their_item(
+) -> None:
+    stages = Stages()
+    stored_on: list[str] = []
+
+    def draw(spec: RunSpec, cases: Sequence[Case]) -> list[Drawn]:
+        return [Drawn(cast(Any, case), Generated(Image.new("RGB", (4, 4))), 0.0, 1)
+                for case in cases]
+
+    def store(spec: RunSpec, drawn: Drawn) -> Sheet:
+        stored_on.append(threading.current_thread().name)
+        case = cast(Case, drawn.item)
+        if case.id == "case-1":
+            raise ItemError("cannot store the sheet of case-1: disk full")
+        return Sheet(drawn.generated.image, case.id, {}, True)
+
+    pipeline = Pipeline(2, 2, generate=draw, judge=stages.judge, store=store)
+    jobs = _jobs(5)
+    pipeline.plan(jobs)
+    with pytest.raises(ItemError, match="disk full"):
+        pipeline.outcome(jobs[1])
+    # The failed item gave its slot back: the others still come (lookahead is only 2).
+    for job in (jobs[0], *jobs[2:]):
+        assert cast(Any, pipeline.outcome(job)).judgment == job.case.id
+    pipeline.close()
+    assert set(stored_on) == {"imagetime-measure_0"}
