@@ -14,32 +14,21 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import PIL
 from PIL import Image
 
-from pytest_imagetime.cases import Case, Predicate, Setup
 from pytest_imagetime.models.base import GenerationRequest
 from pytest_imagetime.models.procedural import VARIANTS, ProceduralModel
-from pytest_imagetime.rubric import Applicability
 from pytest_imagetime.sheet.metrics import METRICS_VERSION, analyze
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-def benchmark_case() -> Case:
-    return Case(
-        id="bench-pour-water-1", domain="Kitchen", subcategory="Pouring and mixing",
-        concept="pour water", difficulty="easy", variant=1, levels=("L0", "L1", "L3"),
-        applicable=Applicability(False, True, False),
-        setup=Setup("a wooden kitchen counter", "photorealistic", "fixed side view"),
-        entities={"actors": ("a cook",), "targets": ("an empty glass",),
-                  "non_targets": ("a green tea towel",)},
-        states={"t1": "empty", "t2": "pouring", "t3": "half full", "t4": "full"},
-        predicates=tuple(Predicate(f"p{i}", f"t{i}", "stage") for i in range(1, 5)),
-        temporal_constraints=(), forbidden=(),
-        prompt="One square image, a 2x2 grid: panel 1 (top left) ... panel 4 (bottom right).",
-    )
+from pixel_separation import benchmark_case  # the same case: numbers comparable
 
 
 def sheets(size: int) -> list[Image.Image]:
