@@ -144,6 +144,7 @@ class ImagetimeSession:
         self.canaries: list[dict[str, Any]] | None = None
         self.planning_done = False
         self.known_markers = {line.split(":", 1)[0] for line in config.getini("markers")}
+        self.markers: dict[str, pytest.MarkDecorator] = {}
         self.gate_results: list[GateResult] = []
         self.baselines = self._load_baselines()
         self.progress = Progress(options.progress_every_s, self._write_line)
@@ -477,13 +478,17 @@ class CaseItem(pytest.Item):
         marks += [f"imagetime_{level}" for level in self.case.levels]
         marks += [f"imagetime_{flag}" for flag in ("constraint", "quantity", "occlusion")
                   if getattr(self.case.applicable, flag)]
-        known = self.config.stash[session_key].known_markers
+        session: ImagetimeSession = self.config.stash[session_key]
         for mark in marks:
-            if mark not in known:  # a team's own domain: register it, --strict-markers holds
-                self.config.addinivalue_line("markers", f"{mark}: ImageTime items of domain "
-                                                        f"{self.case.domain}")
-                known.add(mark)
-            self.add_marker(mark)
+            decorator = session.markers.get(mark)
+            if decorator is None:
+                if mark not in session.known_markers:  # a team's own domain: register it,
+                    self.config.addinivalue_line(  # so that --strict-markers holds
+                        "markers", f"{mark}: ImageTime items of domain {self.case.domain}")
+                    session.known_markers.add(mark)
+                # One marker object for every item that carries it, not one per item.
+                decorator = session.markers[mark] = getattr(pytest.mark, mark)
+            self.add_marker(decorator)
 
     def base_record(self) -> ItemRecord:
         case, run = self.case, self.run
