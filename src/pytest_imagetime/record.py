@@ -16,11 +16,12 @@ from typing import Any
 from .rubric import ALL_DIMS, GATE, LEVEL_KEYS
 
 PREFIX = "imagetime."
+_EMPTY = "[]"  # one string for every empty list property
 TREE_KEYS: tuple[str, ...] = (GATE.key, *LEVEL_KEYS)
 Scalar = str | int | float | bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: the controller keeps one a item to the end
 class ItemRecord:
     key: str  # "<case id>[<model>]" plus "@<setting>" outside prompt-only
     case_id: str
@@ -71,7 +72,7 @@ class ItemRecord:
                            if v is not None)
             elif isinstance(value, tuple):
                 # JSON, not a joined string: entries may hold commas (cap descriptions).
-                out.append((prefixed, json.dumps(list(value))))
+                out.append((prefixed, json.dumps(list(value)) if value else _EMPTY))
             elif isinstance(value, float):
                 out.append((prefixed, round(value, 4)))
             elif value is not None:

@@ -10,7 +10,7 @@ import hashlib
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -404,9 +404,8 @@ def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> It
     scores = score_item(capped)
     failed_predicates = tuple(v.id for v in judgment.predicates if v.value is not True)
     observed = tuple(v.id for v in judgment.forbidden if v.value is not False)
-    values = {**base.__dict__}
-    values.update(
-        judge_model=judgment.judge_model, scores=capped, c_mean=scores.c_mean,
+    record = replace(
+        base, judge_model=judgment.judge_model, scores=capped, c_mean=scores.c_mean,
         d_mean=scores.d_mean, overall=scores.overall, tree=dict(scores.tree),
         gate_pass=scores.gate_pass, labels=labels, caps=tuple(describe_cap(c) for c in caps),
         predicates_failed=failed_predicates if judgment.evaluates_predicates else (),
@@ -417,7 +416,7 @@ def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> It
         generation_s=sheet.record.get("seconds"),
         judge_s=judgment.latency_s, generated=sheet.generated, judged=judged,
     )
-    return ItemOutcome(ItemRecord(**values), judgment, caps, scores)
+    return ItemOutcome(record, judgment, caps, scores)
 
 
 def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:
