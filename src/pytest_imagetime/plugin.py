@@ -22,6 +22,7 @@ from .estimate import estimate, estimate_lines
 from .gate import GateResult, compare, gate_json, gate_lines
 from .inventory import slug
 from .judges.base import Judge
+from .markers import Markers
 from .models.base import ImageModel
 from .options import Options, add_options, parse_options
 from .pipeline import CostBudget, Job, Pipeline, model_concurrency
@@ -143,8 +144,7 @@ class ImagetimeSession:
                                  budget=CostBudget(budget), generation_concurrency=drawing)
         self.canaries: list[dict[str, Any]] | None = None
         self.planning_done = False
-        self.known_markers = {line.split(":", 1)[0] for line in config.getini("markers")}
-        self.markers: dict[str, pytest.MarkDecorator] = {}
+        self.markers = Markers(config)
         self.gate_results: list[GateResult] = []
         self.baselines = self._load_baselines()
         self.progress = Progress(options.progress_every_s, self._write_line)
@@ -478,17 +478,9 @@ class CaseItem(pytest.Item):
         marks += [f"imagetime_{level}" for level in self.case.levels]
         marks += [f"imagetime_{flag}" for flag in ("constraint", "quantity", "occlusion")
                   if getattr(self.case.applicable, flag)]
-        session: ImagetimeSession = self.config.stash[session_key]
-        for mark in marks:
-            decorator = session.markers.get(mark)
-            if decorator is None:
-                if mark not in session.known_markers:  # a team's own domain: register it,
-                    self.config.addinivalue_line(  # so that --strict-markers holds
-                        "markers", f"{mark}: ImageTime items of domain {self.case.domain}")
-                    session.known_markers.add(mark)
-                # One marker object for every item that carries it, not one per item.
-                decorator = session.markers[mark] = getattr(pytest.mark, mark)
-            self.add_marker(decorator)
+        domain = self.case.domain
+        self.config.stash[session_key].markers.add(
+            self, marks, lambda name: f"ImageTime items of domain {domain}")
 
     def base_record(self) -> ItemRecord:
         case, run = self.case, self.run

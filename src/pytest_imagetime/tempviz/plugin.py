@@ -20,6 +20,7 @@ import pytest
 from _pytest._code.code import ExceptionInfo, TerminalRepr
 
 from ..inventory import slug
+from ..markers import Markers
 from ..models.base import ImageModel
 from ..options import Options, parse_options
 from ..pipeline import CostBudget
@@ -219,7 +220,7 @@ class TempvizSession:
             # Not the ImageTime suite's file: both suites may share an output directory.
             self.junit = options.out / "tempviz-junit.xml"
         self.lookahead: Lookahead[Outcome] = Lookahead(options.judge_options.concurrency)
-        self.known_markers = {line.split(":", 1)[0] for line in config.getini("markers")}
+        self.markers = Markers(config)
         self._outcomes: dict[str, tuple[str, str]] = {}
         self.records: dict[str, list[TempvizRecord]] = {}
         self.messages: dict[str, str] = {}
@@ -401,12 +402,9 @@ class TempvizItem(pytest.Item):
         self.run = run
         self.outcome: Outcome | None = None
         self.job = functools.partial(run_item, run, prompt)
-        known = self.config.stash[session_key].known_markers
-        for mark in prompt.markers():
-            if mark not in known:  # prompt categories and difficulties come from the data
-                self.config.addinivalue_line("markers", f"{mark}: TempViz items ({mark[8:]})")
-                known.add(mark)
-            self.add_marker(mark)
+        # Prompt categories and difficulties come from the data.
+        self.config.stash[session_key].markers.add(
+            self, prompt.markers(), lambda name: f"TempViz items ({name[8:]})")
 
     def setup(self) -> None:
         session: TempvizSession = self.config.stash[session_key]
