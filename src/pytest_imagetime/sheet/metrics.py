@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import numpy.fft  # at import, not lazily at the first sheet (in a pytester run, say)
 from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 from PIL import Image
