@@ -15,7 +15,7 @@ from .cases import Case
 from .judges.prices import cost_usd
 from .judges.prompt import case_text, system_prompt
 from .runner import RunSpec, generation_request, image_key, judgment_key
-from .store import load_stored_image, load_stored_judgment, with_setting
+from .store import load_stored_bytes, load_stored_judgment, with_setting
 
 # The answer's size: a panel parse, 25 scores, verdicts with evidence, a rationale.
 OUTPUT_TOKENS_PER_JUDGMENT = 1500
@@ -42,7 +42,8 @@ class Estimate:
 def _stored(spec: RunSpec, case: Case) -> bool:
     """Would a real run reuse a stored judgment for this case?"""
     key = image_key(spec, generation_request(spec, case))
-    stored = None if spec.regenerate else load_stored_image(spec.paths, case.id, key)
+    # The file and its digest are enough: a dry run never decodes a sheet.
+    stored = None if spec.regenerate else load_stored_bytes(spec.paths, case.id, key)
     if stored is None or spec.rejudge:
         return False
     return load_stored_judgment(spec.paths, case.id,

@@ -367,12 +367,8 @@ def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
     return judgment, True
 
 
-def pixel_facts(image: Image.Image) -> dict[str, Any]:
-    """The layout facts measured on every sheet, whatever the judge; kept in its record."""
-    return _facts(pixel_metrics.analyze(image))
-
-
 def _facts(measured: pixel_metrics.SheetMetrics) -> dict[str, Any]:
+    """The layout facts measured on every sheet, whatever the judge; kept in its record."""
     return {"version": pixel_metrics.METRICS_VERSION,
             "implied_labels": list(measured.implied_labels()), "values": measured.to_json()}
 

@@ -123,10 +123,6 @@ def write_report(path: Path, report: Mapping[str, Any]) -> None:
     atomic_write_text(path, report_chunks(report))
 
 
-def report_text(report: Mapping[str, Any]) -> str:
-    return "".join(report_chunks(report))
-
-
 def report_chunks(report: Mapping[str, Any]) -> Iterator[str]:
     """The report as indented JSON with each item on one line: as readable and diffable as
     a fully indented file, and written by json's C encoder (indenting runs the pure-Python
