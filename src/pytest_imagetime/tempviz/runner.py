@@ -35,6 +35,7 @@ from ..store import (
     RunPaths,
     dir_slug,
     input_key,
+    load_stored_bytes,
     load_stored_image,
     load_stored_judgment,
     store_image,
@@ -169,7 +170,7 @@ def _stored_answers(record: Mapping[str, Any]) -> Answers | None:
 def stored_outcome_exists(run: TempvizRun, prompt: Prompt) -> bool:
     """Whether the item's image and answers are both stored and current (for dry runs)."""
     request = generation_request(run, prompt)
-    stored = load_stored_image(run.paths, prompt.id, image_key(run, request))
+    stored = load_stored_bytes(run.paths, prompt.id, image_key(run, request))  # not decoded
     if stored is None:
         return False
     record = load_stored_judgment(run.paths, prompt.id, judgment_key(run, prompt, stored[1]))
