@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,15 @@ def test_spec_hash_follows_content(tmp_path: Path) -> None:
     changed = case_dict(states={**case_dict()["states"], "t3": "The glass is a third full."})
     c = load_case_file(write_case_file(tmp_path / "c.yaml", [changed]))[0]
     assert a.spec_hash == b.spec_hash != c.spec_hash
+
+
+def test_spec_is_the_case_as_plain_data_without_its_location() -> None:
+    # Stored runs are matched to their cases by this hash: its input must not drift.
+    for path in case_files([builtin_cases_dir()]):
+        for case in load_case_file(path):
+            full = dataclasses.asdict(case)
+            del full["source"], full["line"]
+            assert json.dumps(case.spec(), sort_keys=True) == json.dumps(full, sort_keys=True)
 
 
 def _problems(tmp_path: Path, *cases: dict[str, object]) -> str:

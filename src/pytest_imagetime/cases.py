@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -109,10 +109,16 @@ class Case:
 
     def spec(self) -> dict[str, Any]:
         """The case as plain data, without where it was loaded from."""
-        data: dict[str, Any] = _plain(self)
-        data.pop("source")
-        data.pop("line")
+        data = _flat(self)
+        del data["source"], data["line"]
+        data["levels"] = list(self.levels)
+        data["applicable"] = _flat(self.applicable)
+        data["setup"] = _flat(self.setup)
         data["entities"] = {k: list(v) for k, v in self.entities.items()}
+        data["states"] = dict(self.states)
+        data["predicates"] = [_flat(p) for p in self.predicates]
+        data["temporal_constraints"] = list(self.temporal_constraints)
+        data["forbidden"] = [_flat(f) for f in self.forbidden]
         return data
 
     @functools.cached_property
@@ -125,16 +131,16 @@ class Case:
         return _sha256(self.prompt)
 
 
-def _plain(value: Any) -> Any:
-    """``dataclasses.asdict`` without its deep copies (a case's values are immutable), four
-    times faster; the JSON of the result, and so every spec hash, is the same."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _flat(value: Any) -> dict[str, Any]:
+    """A dataclass's fields as a dict, one level deep (``dataclasses.asdict`` deep-copies
+    every value; a case's are immutable)."""
+    names = _FIELD_NAMES.get(type(value))
+    if names is None:
+        names = _FIELD_NAMES[type(value)] = tuple(f.name for f in fields(value))
+    return {name: getattr(value, name) for name in names}
 
 
 def _sha256(text: str) -> str:
