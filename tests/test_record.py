@@ -28,10 +28,11 @@ records = st.builds(
     gate_pass=st.one_of(st.none(), st.booleans()),
     labels=st.lists(st.sampled_from(sorted(FAILURE_LABELS)), unique=True).map(tuple),
     caps=st.lists(st.text(min_size=1, max_size=40), max_size=3).map(tuple),
-    predicates_checked=st.booleans(),
+    predicates_failed=st.lists(words, max_size=3).map(tuple),
+    forbidden_observed=st.lists(words, max_size=2).map(tuple), predicates_checked=st.booleans(),
     image=st.one_of(st.none(), words), judgment=st.one_of(st.none(), words),
     cost_usd=st.floats(0, 100).map(lambda v: round(v, 4)),
-    generated=st.booleans(), judged=st.booleans(),
+    generation_s=maybe_mean, judge_s=maybe_mean, generated=st.booleans(), judged=st.booleans(),
 )
 
 
@@ -42,6 +43,17 @@ def test_properties_round_trip(record: ItemRecord) -> None:
         assert name.startswith("imagetime.")
         assert isinstance(value, (str, int, float, bool))
     assert ItemRecord.from_properties(props) == record
+
+
+def test_empty_lists_share_one_string_and_nulls_are_left_out() -> None:
+    record = ItemRecord(key="k", case_id="c", case_file="f.yaml", domain="Pets",
+                        subcategory="s", concept="x", difficulty="easy", variant=1,
+                        probed_levels=(), constraint=False, model="m", judge="j",
+                        setting="prompt-only", run_dir="r", scores={"C0": 3, "C1": None})
+    props = dict(record.to_properties())
+    assert props["imagetime.C0"] == 3 and "imagetime.C1" not in props
+    assert "imagetime.c_mean" not in props and "imagetime.error" not in props
+    assert props["imagetime.labels"] is props["imagetime.caps"]
 
 
 def test_other_properties_are_not_a_record() -> None:

@@ -9,7 +9,7 @@ controller. Null values are left out, never written as 0.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -62,69 +62,89 @@ class ItemRecord:
 
     def to_properties(self) -> list[tuple[str, Scalar]]:
         out: list[tuple[str, Scalar]] = []
-        for name, prefixed in _FIELDS:
+        append = out.append
+        for name, prefixed, kind in _PLAN:
             value = getattr(self, name)
-            if name == "scores":
+            if kind is _VALUE:
+                if value is not None:
+                    append((prefixed, round(value, 4) if type(value) is float else value))
+            elif kind is _TUPLE:
+                # JSON, not a joined string: entries may hold commas (cap descriptions).
+                append((prefixed, json.dumps(list(value)) if value else _EMPTY))
+            elif kind is _SCORES:
                 out.extend((_NAMES.get(d) or PREFIX + d, v) for d, v in value.items()
                            if v is not None)
-            elif name == "tree":
+            else:
                 out.extend((_NAMES.get(k) or PREFIX + k, round(v, 4)) for k, v in value.items()
                            if v is not None)
-            elif isinstance(value, tuple):
-                # JSON, not a joined string: entries may hold commas (cap descriptions).
-                out.append((prefixed, json.dumps(list(value)) if value else _EMPTY))
-            elif isinstance(value, float):
-                out.append((prefixed, round(value, 4)))
-            elif value is not None:
-                out.append((prefixed, value))
         return out
 
     @classmethod
     def from_properties(cls, properties: Iterable[tuple[str, object]]) -> ItemRecord | None:
         """Rebuild a record; None when the properties hold none (a non-ImageTime test)."""
-        raw = {k[len(PREFIX):]: v for k, v in properties if k.startswith(PREFIX)}
+        start = len(PREFIX)
+        raw = {k[start:]: v for k, v in properties if k.startswith(PREFIX)}
         if "key" not in raw:
             return None
+        get = raw.get
         values: dict[str, Any] = {
-            "scores": {d: _as_int(raw.get(d)) for d in ALL_DIMS},
-            "tree": {k: _as_float(raw.get(k)) for k in TREE_KEYS},
+            "scores": {d: None if (v := get(d)) is None else int(str(v)) for d in ALL_DIMS},
+            "tree": {k: None if (v := get(k)) is None else float(str(v)) for k in TREE_KEYS},
         }
-        for name, type_name in _TYPES:
+        for name, coerce in _COERCE:
             if name in raw:
-                values[name] = _coerce(type_name, raw[name])
+                values[name] = coerce(raw[name])
         return cls(**values)
 
     def with_status(self, status: str, error: str | None = None) -> ItemRecord:
         return replace(self, status=status, error=error if error is not None else self.error)
 
 
-# Field names (with their property names) and declared types, looked up once: records are
-# turned into properties and back once or twice per item.
-_FIELDS: tuple[tuple[str, str], ...] = tuple((f.name, PREFIX + f.name)
-                                              for f in fields(ItemRecord))
+# How each field becomes properties and back, worked out once from the declared types:
+# records are turned into properties and back once or twice per item.
+_VALUE, _TUPLE, _SCORES, _TREE = "value", "tuple", "scores", "tree"
+
+
+def _kind(name: str, type_name: str) -> str:
+    if name in ("scores", "tree"):
+        return name
+    return _TUPLE if type_name.startswith("tuple") else _VALUE
+
+
+_PLAN: tuple[tuple[str, str, str], ...] = tuple(
+    (f.name, PREFIX + f.name, _kind(f.name, str(f.type))) for f in fields(ItemRecord))
 # One string per property name, shared by every item's properties (they stay in memory, on
 # the items and their reports, for the whole session).
 _NAMES: dict[str, str] = {k: PREFIX + k for k in (*ALL_DIMS, *TREE_KEYS)}
-_TYPES: tuple[tuple[str, str], ...] = tuple((f.name, str(f.type)) for f in fields(ItemRecord)
-                                            if f.name not in ("scores", "tree"))
 
 
-def _as_int(value: object) -> int | None:
-    return None if value is None else int(str(value))
+def _as_tuple(value: object) -> tuple[str, ...]:
+    return () if value == _EMPTY else tuple(str(v) for v in json.loads(str(value)))
 
 
-def _as_float(value: object) -> float | None:
-    return None if value is None else float(str(value))
+def _as_bool(value: object) -> bool:
+    return value if isinstance(value, bool) else str(value) == "True"
 
 
-def _coerce(type_name: object, value: object) -> object:
-    text = str(type_name)
-    if text.startswith("tuple"):
-        return tuple(str(v) for v in json.loads(str(value)))
-    if text == "bool" or text == "bool | None":
-        return value if isinstance(value, bool) else str(value) == "True"
-    if text == "int":
-        return int(str(value))
-    if text in ("float", "float | None"):
-        return float(str(value))
+def _as_int(value: object) -> int:
+    return int(str(value))
+
+
+def _as_float(value: object) -> float:
+    return float(str(value))
+
+
+def _as_is(value: object) -> object:
     return value
+
+
+def _coercer(type_name: str) -> Callable[[object], object]:
+    if type_name.startswith("tuple"):
+        return _as_tuple
+    return {"bool": _as_bool, "bool | None": _as_bool, "int": _as_int, "float": _as_float,
+            "float | None": _as_float}.get(type_name, _as_is)
+
+
+_COERCE: tuple[tuple[str, Callable[[object], object]], ...] = tuple(
+    (f.name, _coercer(str(f.type))) for f in fields(ItemRecord)
+    if f.name not in ("scores", "tree"))
