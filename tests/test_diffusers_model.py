@@ -111,6 +111,13 @@ def test_config_changes_with_what_changes_pixels_only(tiny: Pipelines) -> None:
     assert not PIPELINES  # config() loads nothing
 
 
+def test_only_a_cpu_device_keeps_the_harness_off_a_thread_beside_it(tiny: Pipelines) -> None:
+    # On the CPU torch uses every core: sheets are then stored between drawings.
+    assert model(str(tiny["sd"])).saturates_cpu
+    assert not model(str(tiny["sd"]), options=ModelOptions(devices=("cuda:1",))).saturates_cpu
+    assert not PIPELINES  # asking loads nothing
+
+
 def test_preset_config_carries_the_published_settings() -> None:
     config = model("steps=20", name="flux-dev").config()
     assert config["source"] == "black-forest-labs/FLUX.1-dev"

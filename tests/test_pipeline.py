@@ -19,10 +19,10 @@ from pytest_imagetime.runner import Drawn, ItemError, ItemOutcome, RunSpec, Shee
 from tests.builders import make_case
 
 
-def _spec(batch_size: int = 1, concurrency: int = 1) -> RunSpec:
+def _spec(batch_size: int = 1, concurrency: int = 1, saturates_cpu: bool = False) -> RunSpec:
     """What the pipeline reads of a run; the stand-in stages below never look at it."""
-    return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True,
-                                         model=SimpleNamespace(concurrency=concurrency)))
+    model = SimpleNamespace(concurrency=concurrency, saturates_cpu=saturates_cpu)
+    return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True, model=model))
 
 
 def _jobs(n: int, spec: RunSpec | None = None) -> list[Job]:
@@ -180,8 +180,12 @@ def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> Non
         assert stages.max_drawing == expected
 
 
+@pytest.mark.parametrize(("saturates_cpu", "thread"), [(False, "imagetime-measure_0"),
+                                                       (True, "imagetime-generate")])
 def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_their_item(
-) -> None:
+        saturates_cpu: bool, thread: str) -> None:
+    # Beside the backend on a thread of their own, unless the backend keeps every core busy
+    # itself (torch on the CPU): then between two drawings.
     stages = Stages()
     stored_on: list[str] = []
 
@@ -197,7 +201,7 @@ def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_th
         return Sheet(drawn.generated.image, case.id, {}, True)
 
     pipeline = Pipeline(2, 2, generate=draw, judge=stages.judge, store=store)
-    jobs = _jobs(5)
+    jobs = _jobs(5, _spec(saturates_cpu=saturates_cpu))
     pipeline.plan(jobs)
     with pytest.raises(ItemError, match="disk full"):
         pipeline.outcome(jobs[1])
@@ -205,4 +209,4 @@ def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_th
     for job in (jobs[0], *jobs[2:]):
         assert cast(Any, pipeline.outcome(job)).judgment == job.case.id
     pipeline.close()
-    assert set(stored_on) == {"imagetime-measure_0"}
+    assert set(stored_on) == {thread}

@@ -4,7 +4,9 @@ Generation is GPU-bound, judging network-bound. Told the items this process will
 order, the pipeline generates them one after another on a background thread and hands each
 drawing to a pool of threads as soon as it exists; there it is stored, measured (pixel facts)
 and judged, so the wall time tends to max(total generation, total judging / concurrency)
-instead of their sum, and the backend draws the next sheet while the last one is encoded.
+instead of their sum, and the backend draws the next sheet while the last one is encoded. A
+backend that keeps every CPU core busy itself (``saturates_cpu``: torch on the CPU) has its
+sheets stored and measured between two drawings instead, where they compete with nothing.
 An item's setup then only waits for its own result.
 
 Memory stays flat: at most ``lookahead`` sheets are generated and not yet judged (images are
@@ -79,6 +81,11 @@ class CostBudget:
 def model_concurrency(spec: RunSpec) -> int:
     """Calls in flight the run's backend takes: 1 unless it says otherwise (hosted APIs)."""
     return max(1, int(getattr(spec.model, "concurrency", 1) or 1))
+
+
+def saturates_cpu(spec: RunSpec) -> bool:
+    """Whether the run's backend computes on every CPU core itself (``saturates_cpu``)."""
+    return bool(getattr(spec.model, "saturates_cpu", False))
 
 
 class Pipeline:
@@ -236,8 +243,12 @@ class Pipeline:
                 self._slots.release()
                 continue
             # A new drawing is stored and measured on its own thread, so that the backend
-            # draws the next one meanwhile; a stored sheet goes straight to its judge.
-            if isinstance(drawing, Drawn):
+            # draws the next one meanwhile, unless the backend keeps every core busy itself
+            # (torch on the CPU): a thread beside it would only slow it down. A stored sheet
+            # goes straight to its judge.
+            if isinstance(drawing, Drawn) and saturates_cpu(spec):
+                self._store_into(job, drawing, future)
+            elif isinstance(drawing, Drawn):
                 self._hand_on(self._measurers, self._store_into, job, drawing, future)
             else:
                 self._hand_on(self._pool, self._judge_into, job, drawing, future)

@@ -14,6 +14,7 @@ fails at once with the same reason instead of loading again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -195,6 +196,12 @@ class DiffusersModel:
     def accepts_reference(self) -> bool:
         """True for edit-capable pipelines: they can complete a scaffold."""
         return self.settings.edit
+
+    @functools.cached_property
+    def saturates_cpu(self) -> bool:
+        """On the CPU torch spreads every operation over all cores: the harness then stores
+        and measures each sheet between two drawings instead of on a thread beside them."""
+        return self._device() == "cpu"
 
     def config(self) -> Mapping[str, Any]:
         """What decides the pixels. Device and offloading are left out: moving a run to
