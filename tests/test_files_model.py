@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from pytest_imagetime.models.base import GenerationRequest, ModelError
 from pytest_imagetime.models.files import FilesModel
 from pytest_imagetime.models.procedural import ProceduralModel
 from pytest_imagetime.record import ItemRecord
-from pytest_imagetime.runner import RunSpec, generate_sheet, judge_sheet
+from pytest_imagetime.runner import RunSpec, generate_sheet, judge_sheet, stored_outcome
 from pytest_imagetime.sheet import metrics
 from pytest_imagetime.sheet.metrics import METRICS_VERSION
 from pytest_imagetime.store import RunPaths
@@ -114,6 +115,26 @@ def test_a_resumed_judged_item_never_decodes_its_sheet(tmp_path: Path,
     assert decodes == []
     assert (again.record.generated, again.record.judged) == (False, False)
     assert again.record.scores == first.record.scores
+
+
+def test_stored_outcome_is_the_judged_outcome_and_none_until_judged(tmp_path: Path) -> None:
+    case = make_case()
+    source = tmp_path / "in" / f"{case.id}.png"
+    source.parent.mkdir()
+    _sheet_png(source, "RGB")
+    spec = _spec(source.parent, tmp_path / "out")
+    base = ItemRecord(key="k", case_id=case.id, case_file="c.yaml", domain=case.domain,
+                      subcategory="s", concept="c", difficulty=case.difficulty,
+                      variant=case.variant, probed_levels=(), constraint=False,
+                      model=spec.model.name, judge="pixel", setting="prompt-only",
+                      run_dir=str(spec.paths.run_dir))
+    assert stored_outcome(spec, case, base, generate_sheet(spec, case)) is None
+    judged = judge_sheet(spec, case, base, generate_sheet(spec, case))
+    reused = stored_outcome(spec, case, base, generate_sheet(spec, case))
+    assert reused is not None and not reused.record.judged
+    assert reused.record == replace(judged.record, judged=False)
+    assert stored_outcome(replace(spec, rejudge=True), case, base,
+                          generate_sheet(spec, case)) is None
 
 
 def _earlier_run(tmp_path: Path) -> tuple[Path, Case]:

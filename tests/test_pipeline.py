@@ -78,10 +78,14 @@ class Stages:
         record = cast(Any, type("R", (), {"judged": False, "cost_usd": 0.0})())
         return ItemOutcome(record, cast(Any, sheet.sha256), (), cast(Any, None))
 
+    def reuse(self, spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet
+              ) -> ItemOutcome | None:
+        return None  # nothing stored: every sheet goes to the judge
+
 
 def test_outcomes_come_back_in_any_order_of_asking() -> None:
     stages = Stages()
-    pipeline = Pipeline(4, 8, generate=stages.generate, judge=stages.judge)
+    pipeline = Pipeline(4, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(20)
     pipeline.plan(jobs)
     # Ask for the last one first: its future may be taken before the thread reaches it.
@@ -93,7 +97,7 @@ def test_outcomes_come_back_in_any_order_of_asking() -> None:
 
 def test_judgments_overlap_up_to_the_concurrency() -> None:
     stages = Stages(judge_delay=0.05)
-    pipeline = Pipeline(4, 8, generate=stages.generate, judge=stages.judge)
+    pipeline = Pipeline(4, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(16)
     pipeline.plan(jobs)
     for job in jobs:
@@ -104,7 +108,7 @@ def test_judgments_overlap_up_to_the_concurrency() -> None:
 
 def test_generation_stays_at_most_lookahead_sheets_ahead() -> None:
     stages = Stages(judge_delay=0.02)
-    pipeline = Pipeline(2, 3, generate=stages.generate, judge=stages.judge)
+    pipeline = Pipeline(2, 3, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(20)
     pipeline.plan(jobs)
     for job in jobs:
@@ -115,7 +119,7 @@ def test_generation_stays_at_most_lookahead_sheets_ahead() -> None:
 
 def test_a_generation_failure_is_that_items_error_only() -> None:
     stages = Stages(fail_generation={"case-2"})
-    pipeline = Pipeline(2, 4, generate=stages.generate, judge=stages.judge)
+    pipeline = Pipeline(2, 4, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(5)
     pipeline.plan(jobs)
     with pytest.raises(ItemError, match="model failed on case-2"):
@@ -126,7 +130,7 @@ def test_a_generation_failure_is_that_items_error_only() -> None:
 
 def test_closing_fails_waiting_items_instead_of_hanging() -> None:
     stages = Stages(judge_delay=0.2)
-    pipeline = Pipeline(1, 1, generate=stages.generate, judge=stages.judge)
+    pipeline = Pipeline(1, 1, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(10)
     pipeline.plan(jobs)
     pipeline.close()
@@ -136,7 +140,7 @@ def test_closing_fails_waiting_items_instead_of_hanging() -> None:
 
 def test_unplanned_items_run_inline() -> None:
     stages = Stages()
-    pipeline = Pipeline(2, 4, generate=stages.generate, judge=stages.judge)
+    pipeline = Pipeline(2, 4, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     (job,) = _jobs(1)
     assert not pipeline.planned
     assert pipeline.outcome(job) is not None
@@ -154,7 +158,7 @@ def test_budget_refuses_once_spent() -> None:
 
 def test_batches_group_consecutive_items_of_a_run() -> None:
     stages = Stages()
-    pipeline = Pipeline(2, 8, generate=stages.generate, judge=stages.judge)
+    pipeline = Pipeline(2, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     batched, single = _spec(batch_size=3), _spec()
     jobs = _jobs(7, batched)
     jobs += [Job(f"other-{i}", single, make_case(f"other-{i}"), cast(ItemRecord, None))
@@ -170,7 +174,7 @@ def test_batches_group_consecutive_items_of_a_run() -> None:
 def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> None:
     for concurrency, expected in ((4, 4), (1, 1)):
         stages = Stages(draw_delay=0.2)  # long enough for all four to start on a busy machine
-        pipeline = Pipeline(8, 16, generate=stages.generate, judge=stages.judge,
+        pipeline = Pipeline(8, 16, generate=stages.generate, judge=stages.judge, reuse=stages.reuse,
                             generation_concurrency=concurrency)
         jobs = _jobs(8, _spec(concurrency=concurrency))
         pipeline.plan(jobs)
@@ -200,7 +204,7 @@ def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_th
             raise ItemError("cannot store the sheet of case-1: disk full")
         return Sheet(drawn.generated.image, case.id, {}, True)
 
-    pipeline = Pipeline(2, 2, generate=draw, judge=stages.judge, store=store)
+    pipeline = Pipeline(2, 2, generate=draw, judge=stages.judge, reuse=stages.reuse, store=store)
     jobs = _jobs(5, _spec(saturates_cpu=saturates_cpu))
     pipeline.plan(jobs)
     with pytest.raises(ItemError, match="disk full"):
@@ -210,3 +214,33 @@ def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_th
         assert cast(Any, pipeline.outcome(job)).judgment == job.case.id
     pipeline.close()
     assert set(stored_on) == {thread}
+
+
+def test_stored_judgments_finish_on_the_generation_thread_without_the_judge() -> None:
+    # Resuming: a stored sheet whose judgment is stored too never reaches the judge pool.
+    stages = Stages()
+    reused_on: list[str] = []
+    stored = {"case-0", "case-2"}
+
+    def reuse(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome | None:
+        if case.id == "case-3":
+            raise ItemError("cannot read the sheet of case-3")
+        if case.id not in stored:
+            return None
+        reused_on.append(threading.current_thread().name)
+        return ItemOutcome(cast(Any, None), cast(Any, f"stored {case.id}"), (), cast(Any, None))
+
+    pipeline = Pipeline(2, 2, generate=stages.generate, judge=stages.judge, reuse=reuse)
+    jobs = _jobs(5)
+    pipeline.plan(jobs)
+    answers = []
+    for job in jobs:
+        try:
+            answers.append(cast(Any, pipeline.outcome(job)).judgment)
+        except ItemError as exc:
+            answers.append(str(exc))
+    pipeline.close()
+    assert answers == ["stored case-0", "case-1", "stored case-2",
+                       "cannot read the sheet of case-3", "case-4"]
+    assert stages.judged == 2  # case-1 and case-4 only
+    assert set(reused_on) == {"imagetime-generate"}

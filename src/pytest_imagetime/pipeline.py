@@ -39,6 +39,7 @@ from .runner import (
     draw_sheets,
     judge_sheet,
     store_sheet,
+    stored_outcome,
 )
 
 # What an item gets: its scored outcome, or for a dense grid (never judged) its sheet.
@@ -93,7 +94,9 @@ class Pipeline:
                  generate: Callable[[RunSpec, Sequence[Case]], Sequence[Drawing]] = draw_sheets,
                  judge: Callable[[RunSpec, Case, ItemRecord, Sheet], ItemOutcome] = judge_sheet,
                  generation_concurrency: int = 1,
-                 store: Callable[[RunSpec, Drawn], Sheet] = store_sheet) -> None:
+                 store: Callable[[RunSpec, Drawn], Sheet] = store_sheet,
+                 reuse: Callable[[RunSpec, Case, ItemRecord, Sheet], ItemOutcome | None]
+                 = stored_outcome) -> None:
         self._pool = ThreadPoolExecutor(max_workers=concurrency,
                                         thread_name_prefix="imagetime-judge")
         self._drawers = ThreadPoolExecutor(max_workers=max(1, generation_concurrency),
@@ -107,6 +110,7 @@ class Pipeline:
         self._generate = generate
         self._store = store
         self._judge = judge
+        self._reuse = reuse
         self._futures: dict[str, Future[Result]] = {}
         self._lock = threading.Lock()
         # One generation at a time per process for backends that do not say they take more.
@@ -250,8 +254,25 @@ class Pipeline:
                 self._store_into(job, drawing, future)
             elif isinstance(drawing, Drawn):
                 self._hand_on(self._measurers, self._store_into, job, drawing, future)
-            else:
+            elif not self._finished_from_store(job, drawing, future):
                 self._hand_on(self._pool, self._judge_into, job, drawing, future)
+
+    def _finished_from_store(self, job: Job, sheet: Sheet, future: Future[Result]) -> bool:
+        """Finish a stored sheet whose judgments are stored too, here: a trip through the
+        judge pool would only add a thread hop per item, and a resumed run is nothing else.
+        False when the judge must be called."""
+        try:
+            result: Result | None = sheet if not job.spec.judged else self._reuse(
+                job.spec, job.case, job.base, sheet)
+        except BaseException as exc:
+            future.set_exception(exc)
+            self._slots.release()
+            return True
+        if result is None:
+            return False
+        future.set_result(result)
+        self._slots.release()
+        return True
 
     def _hand_on(self, pool: ThreadPoolExecutor, task: Callable[[Job, Any, Future[Result]], None],
                  job: Job, drawing: Sheet | Drawn, future: Future[Result]) -> None:

@@ -334,10 +334,22 @@ def obtain_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> tuple[Judgment, 
     return combine([j for j, _ in results]), any(new for _, new in results)
 
 
-def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
-                  ) -> tuple[Judgment, bool]:
-    image_sha256, reference = sheet.sha256, sheet.reference
-    key = judgment_key(spec, case, image_sha256, reference)
+def stored_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> Judgment | None:
+    """The sheet's judgment from stored repeats alone; None when one is missing, stale or
+    damaged (or ``--imagetime-rejudge``): then the judge must be called."""
+    found = []
+    for repeat in range(spec.repeats):
+        judgment = _stored_repeat(spec, case, sheet, repeat)[2]
+        if judgment is None:
+            return None
+        found.append(judgment)
+    return combine(found)
+
+
+def _stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+                   ) -> tuple[str, str, Judgment | None]:
+    """One repeat's input key, the name it is stored under, and its stored judgment."""
+    key = judgment_key(spec, case, sheet.sha256, sheet.reference)
     stored_as = case.id if repeat == 0 else f"{case.id}@r{repeat + 1}"
     if repeat:
         key = input_key({"judgment": key, "repeat": repeat})
@@ -345,9 +357,18 @@ def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
         stored = load_stored_judgment(spec.paths, stored_as, key)
         if stored is not None:
             try:
-                return Judgment.from_json(stored["judgment"]), False
+                return key, stored_as, Judgment.from_json(stored["judgment"])
             except (KeyError, TypeError):
                 pass  # an old or damaged record: judge again
+    return key, stored_as, None
+
+
+def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+                  ) -> tuple[Judgment, bool]:
+    key, stored_as, stored = _stored_repeat(spec, case, sheet, repeat)
+    if stored is not None:
+        return stored, False
+    image_sha256, reference = sheet.sha256, sheet.reference
     to_judge = SheetToJudge(case=case, setting=spec.setting, image=sheet.image,
                             path=spec.paths.image(case.id), image_sha256=image_sha256,
                             reference=None if reference is None else reference.image,
@@ -395,6 +416,21 @@ def pixel_labels(sheet: Sheet) -> tuple[str, ...]:
 def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:
     """Judge (or reuse the judgment), apply the caps, and score; raises ItemError."""
     judgment, judged = obtain_judgment(spec, case, sheet)
+    return scored_outcome(spec, case, base, sheet, judgment, judged)
+
+
+def stored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet
+                   ) -> ItemOutcome | None:
+    """The outcome from stored judgments alone, without calling the judge; None when the
+    judge must be called (``stored_judgment``)."""
+    judgment = stored_judgment(spec, case, sheet)
+    return None if judgment is None else scored_outcome(spec, case, base, sheet, judgment,
+                                                          False)
+
+
+def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
+                   judgment: Judgment, judged: bool) -> ItemOutcome:
+    """Caps applied to the judgment, scores and the item's record."""
     labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet))))
     capped, caps = apply_caps(judgment.scores, labels, case.applicable)
     scores = score_item(capped)
