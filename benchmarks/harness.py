@@ -11,7 +11,8 @@ beside each figure, its target and PASS or MISS:
    sheet's pixel facts) and the CPU-bound procedural run (the procedural model draws every
    sheet, the pixel judge scores it);
 3. resuming the finished procedural run against its collection (the report must show
-   nothing generated or judged);
+   nothing generated or judged); beside it, for information, against plain pytest running as
+   many tests that do nothing (pytest's own cost per test, which a resume cannot avoid);
 4. peak RSS of the procedural run against a run of a tenth of the cases;
 5. the procedural run with ``-n 2`` against without;
 6. a judge-bound run (vlm judge against a local server answering after ``--latency``
@@ -222,6 +223,7 @@ class Results:
     full: Series = field(default_factory=Series)
     plain_run: Series = field(default_factory=Series)
     resume: Series = field(default_factory=Series)
+    plain_trivial: Series = field(default_factory=Series)
     subset: Series = field(default_factory=Series)
     xdist: Series = field(default_factory=Series)
     resumed_counts: list[tuple[int, int]] = field(default_factory=list)
@@ -239,6 +241,7 @@ def repetition(bench: Bench, res: Results) -> None:
     res.full.add(pytest_run([*RUN, *cases], run_dir))
     res.resume.add(pytest_run([*RUN, *cases], run_dir))
     res.resumed_counts.append(report_counts(run_dir))
+    res.plain_trivial.add(bench.plain("plain_collect"))
     res.subset.add(pytest_run([*RUN, *bench.subset_args], bench.fresh("subset_run")))
     res.xdist.add(pytest_run(["-n", "2", *RUN, *cases], bench.fresh("xdist")))
 
@@ -272,6 +275,11 @@ def print_table(bench: Bench, res: Results, repeat: int, found: Overlap | None) 
               f" {series.time() / res.plain_run.time():6.2f}x  (information: {what})")
     print(row("3 resume vs collect", res.resume.time_text(), res.collect.time_text(),
               res.resume.time() / res.collect.time(), 1.5, True))
+    print(f"{'  vs trivial tests':<22} {res.resume.time_text():<32} "
+          f"{res.plain_trivial.time_text():<32} "
+          f"{res.resume.time() / res.plain_trivial.time():6.2f}x  (information: plain pytest "
+          f"running {bench.items} tests that do nothing takes "
+          f"{res.plain_trivial.time() / res.plain_collect.time():.2f}x its collection)")
     print(row(f"4 RSS {bench.items} vs {subset}", res.full.rss_text(), res.subset.rss_text(),
               res.full.rss() / res.subset.rss(), 1.2, True))
     print(row("5 -n 2 speed-up", res.xdist.time_text(), res.full.time_text(),
