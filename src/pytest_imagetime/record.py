@@ -106,8 +106,10 @@ _VALUE, _TUPLE, _SCORES, _TREE = "value", "tuple", "scores", "tree"
 
 
 def _kind(name: str, type_name: str) -> str:
-    if name in ("scores", "tree"):
-        return name
+    if name == "scores":
+        return _SCORES
+    if name == "tree":
+        return _TREE
     return _TUPLE if type_name.startswith("tuple") else _VALUE
 
 
