@@ -96,8 +96,8 @@ def test_rgb_pngs_are_stored_as_delivered(tmp_path: Path, mode: str, suffix: str
         assert reread.tobytes() == sheet.image.tobytes()
 
 
-def test_a_resumed_judged_item_never_decodes_its_sheet(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def _one_sheet_run(tmp_path: Path) -> tuple[RunSpec, Case, ItemRecord]:
+    """The files model over one RGB PNG sheet, with the record its item starts from."""
     case = make_case()
     source = tmp_path / "in" / f"{case.id}.png"
     source.parent.mkdir()
@@ -108,6 +108,12 @@ def test_a_resumed_judged_item_never_decodes_its_sheet(tmp_path: Path,
                       variant=case.variant, probed_levels=(), constraint=False,
                       model=spec.model.name, judge="pixel", setting="prompt-only",
                       run_dir=str(spec.paths.run_dir))
+    return spec, case, base
+
+
+def test_a_resumed_judged_item_never_decodes_its_sheet(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, case, base = _one_sheet_run(tmp_path)
     first = judge_sheet(spec, case, base, generate_sheet(spec, case))
     decodes: list[bytes] = []
     monkeypatch.setattr(runner, "decode_png", lambda data: decodes.append(data))
@@ -118,16 +124,7 @@ def test_a_resumed_judged_item_never_decodes_its_sheet(tmp_path: Path,
 
 
 def test_stored_outcome_is_the_judged_outcome_and_none_until_judged(tmp_path: Path) -> None:
-    case = make_case()
-    source = tmp_path / "in" / f"{case.id}.png"
-    source.parent.mkdir()
-    _sheet_png(source, "RGB")
-    spec = _spec(source.parent, tmp_path / "out")
-    base = ItemRecord(key="k", case_id=case.id, case_file="c.yaml", domain=case.domain,
-                      subcategory="s", concept="c", difficulty=case.difficulty,
-                      variant=case.variant, probed_levels=(), constraint=False,
-                      model=spec.model.name, judge="pixel", setting="prompt-only",
-                      run_dir=str(spec.paths.run_dir))
+    spec, case, base = _one_sheet_run(tmp_path)
     assert stored_outcome(spec, case, base, generate_sheet(spec, case)) is None
     judged = judge_sheet(spec, case, base, generate_sheet(spec, case))
     reused = stored_outcome(spec, case, base, generate_sheet(spec, case))
