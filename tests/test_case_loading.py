@@ -225,14 +225,20 @@ def _all_paths(lines: dict[tuple[str | int, ...], int]) -> list[tuple[str | int,
     return paths
 
 
-@pytest.mark.parametrize("text", TRICKY_YAML)
-def test_plain_data_and_lines_match_the_line_map(text: str) -> None:
+def _both_ways(text: str) -> tuple[Any, dict[tuple[str | int, ...], int], cases._Lines]:
+    """The reference parse (data with every line) and the fast one (plain data, lines looked
+    up lazily); their data must be equal."""
     lines: dict[tuple[str | int, ...], int] = {}
     data = cases._to_data(_compose(text), (), lines, yaml.constructor.SafeConstructor())
     node = _compose(text)
     scalars = yaml.constructor.SafeConstructor()
     assert cases._to_plain(node, scalars) == data
-    lazy = cases._Lines(node, scalars)
+    return data, lines, cases._Lines(node, scalars)
+
+
+@pytest.mark.parametrize("text", TRICKY_YAML)
+def test_plain_data_and_lines_match_the_line_map(text: str) -> None:
+    _, lines, lazy = _both_ways(text)
     for where in _all_paths(lines):
         assert lazy(where) == cases._line_of(lines, where), where
 
@@ -240,12 +246,7 @@ def test_plain_data_and_lines_match_the_line_map(text: str) -> None:
 def test_plain_data_and_case_lines_of_the_packaged_cases() -> None:
     for path in case_files([builtin_cases_dir()])[:3]:
         text = path.read_text(encoding="utf-8")
-        lines: dict[tuple[str | int, ...], int] = {}
-        data = cases._to_data(_compose(text), (), lines, yaml.constructor.SafeConstructor())
-        node = _compose(text)
-        scalars = yaml.constructor.SafeConstructor()
-        assert cases._to_plain(node, scalars) == data
-        lazy = cases._Lines(node, scalars)
+        data, lines, lazy = _both_ways(text)
         for where in lines:
             if len(where) == 2:
                 assert lazy(where) == lines[where]
@@ -258,12 +259,7 @@ def test_plain_data_and_case_lines_of_the_packaged_cases() -> None:
 @given(values)
 def test_plain_data_matches_on_generated_yaml(value: Any) -> None:
     text = yaml.safe_dump({"v": value, "w": [value]})
-    lines: dict[tuple[str | int, ...], int] = {}
-    data = cases._to_data(_compose(text), (), lines, yaml.constructor.SafeConstructor())
-    node = _compose(text)
-    scalars = yaml.constructor.SafeConstructor()
-    assert cases._to_plain(node, scalars) == data
-    lazy = cases._Lines(node, scalars)
+    _, lines, lazy = _both_ways(text)
     for where in _all_paths(lines):
         assert lazy(where) == cases._line_of(lines, where)
 
