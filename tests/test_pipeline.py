@@ -244,3 +244,30 @@ def test_stored_judgments_finish_on_the_generation_thread_without_the_judge() ->
                        "cannot read the sheet of case-3", "case-4"]
     assert stages.judged == 2  # case-1 and case-4 only
     assert set(reused_on) == {"imagetime-generate"}
+
+
+def test_finished_items_are_worked_out_by_the_caller_without_a_thread() -> None:
+    # Before planning, the plugin asks each item here: all of a resumed run is answered on
+    # the calling thread, and the first item with anything to draw or judge gets None.
+    stages = Stages()
+    sheets = {"case-0", "case-1"}  # stored sheets; case-0's judgment is stored too
+
+    def lookup(spec: RunSpec, case: Case) -> Sheet | None:
+        return Sheet(Image.new("RGB", (4, 4)), case.id, {}, False) if case.id in sheets else None
+
+    def reuse(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome | None:
+        if case.id != "case-0":
+            return None
+        return ItemOutcome(cast(Any, None), cast(Any, f"stored {case.id}"), (), cast(Any, None))
+
+    pipeline = Pipeline(2, 2, generate=stages.generate, judge=stages.judge, reuse=reuse,
+                        lookup=lookup)
+    jobs = _jobs(3)
+    assert cast(Any, pipeline.finished(jobs[0])).judgment == "stored case-0"
+    assert pipeline.finished(jobs[1]) is None  # its judgment is missing
+    assert pipeline.finished(jobs[2]) is None  # its sheet is missing
+    dense = cast(RunSpec, SimpleNamespace(**{**vars(jobs[1].spec), "judged": False}))
+    sheet = pipeline.finished(Job("dense", dense, jobs[1].case, cast(ItemRecord, None)))
+    assert isinstance(sheet, Sheet) and sheet.sha256 == "case-1"  # never judged: the sheet
+    assert not pipeline.planned and stages.calls == [] and stages.judged == 0
+    pipeline.close()

@@ -84,14 +84,25 @@ def test_rerun_reuses_everything_and_regenerate_redoes(pytester: pytest.Pytester
     args = ("kitchen.yaml", "--imagetime-model=procedural", SMALL)
     pytester.runpytest(*args).assert_outcomes(passed=2)
     first = _reports(pytester.path / "reports")["procedural/pixel"]
-    pytester.runpytest(*args).assert_outcomes(passed=2)
+    # A finished run is answered item by item from the store: no generation thread starts.
+    pytester.makeconftest("""
+        from pytest_imagetime.plugin import session_key
+
+        def pytest_sessionfinish(session):
+            print("pipeline planned:", session.config.stash[session_key].pipeline.planned)
+    """)
+    resumed = pytester.runpytest(*args, "-s")
+    resumed.assert_outcomes(passed=2)
+    resumed.stdout.fnmatch_lines(["pipeline planned: False"])
     second = _reports(pytester.path / "reports")["procedural/pixel"]
     assert not any(i["generated"] or i["judged"] for i in second["items"])
     assert first["aggregate"] == second["aggregate"]
     pytester.runpytest(*args, "--imagetime-rejudge").assert_outcomes(passed=2)
     third = _reports(pytester.path / "reports")["procedural/pixel"]
     assert all(i["judged"] and not i["generated"] for i in third["items"])
-    pytester.runpytest(*args, "--imagetime-regenerate").assert_outcomes(passed=2)
+    redone = pytester.runpytest(*args, "--imagetime-regenerate", "-s")
+    redone.assert_outcomes(passed=2)
+    redone.stdout.fnmatch_lines(["pipeline planned: True"])
     fourth = _reports(pytester.path / "reports")["procedural/pixel"]
     assert all(i["generated"] for i in fourth["items"])
 

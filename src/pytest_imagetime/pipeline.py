@@ -40,6 +40,7 @@ from .runner import (
     judge_sheet,
     store_sheet,
     stored_outcome,
+    stored_sheet,
 )
 
 # What an item gets: its scored outcome, or for a dense grid (never judged) its sheet.
@@ -96,7 +97,8 @@ class Pipeline:
                  generation_concurrency: int = 1,
                  store: Callable[[RunSpec, Drawn], Sheet] = store_sheet,
                  reuse: Callable[[RunSpec, Case, ItemRecord, Sheet], ItemOutcome | None]
-                 = stored_outcome) -> None:
+                 = stored_outcome,
+                 lookup: Callable[[RunSpec, Case], Sheet | None] = stored_sheet) -> None:
         self._pool = ThreadPoolExecutor(max_workers=concurrency,
                                         thread_name_prefix="imagetime-judge")
         self._drawers = ThreadPoolExecutor(max_workers=max(1, generation_concurrency),
@@ -111,6 +113,7 @@ class Pipeline:
         self._store = store
         self._judge = judge
         self._reuse = reuse
+        self._lookup = lookup
         self._futures: dict[str, Future[Result]] = {}
         self._lock = threading.Lock()
         # One generation at a time per process for backends that do not say they take more.
@@ -137,6 +140,17 @@ class Pipeline:
         self._thread = threading.Thread(target=self._generate_all, args=(work,),
                                         name="imagetime-generate", daemon=True)
         self._thread.start()
+
+    def finished(self, job: Job) -> Result | None:
+        """The item's result when the store holds all of it (its sheet and, in a judged run,
+        its judgments), worked out on the calling thread; None when anything must be drawn
+        or judged. Items are asked here until the first that is not finished, and the
+        pipeline is planned from that one on: a resumed run then never hands an item to
+        another thread (each hop costs more than the lookup itself)."""
+        sheet = self._lookup(job.spec, job.case)
+        if sheet is None or not job.spec.judged:
+            return sheet
+        return self._reuse(job.spec, job.case, job.base, sheet)
 
     def outcome(self, job: Job) -> Result:
         """The item's outcome, waiting for it if needed; raises ItemError on failure."""

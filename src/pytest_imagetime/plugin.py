@@ -25,7 +25,7 @@ from .judges.base import Judge
 from .markers import Markers
 from .models.base import ImageModel
 from .options import Options, add_options, parse_options
-from .pipeline import CostBudget, Job, Pipeline, model_concurrency
+from .pipeline import CostBudget, Job, Pipeline, Result, model_concurrency
 from .progress import Progress
 from .record import ItemRecord
 from .references import GeneratedReferences, ReferenceDir, References
@@ -305,9 +305,20 @@ class ImagetimeSession:
                         reason="known failure: it failed in the baseline too"))
                     break
 
+    def result_for(self, item: CaseItem) -> Result:
+        """The item's outcome (its sheet for a dense grid); raises ItemError on failure.
+        Until the first item that the store does not finish, each is finished here."""
+        job = item.job()
+        if not self.planning_done:
+            finished = self.pipeline.finished(job)
+            if finished is not None:
+                return finished
+            self.plan_from(item)
+        return self.pipeline.outcome(job)
+
     def plan_from(self, first: CaseItem) -> None:
         """Tell the pipeline which items this process runs, from ``first`` on, in order.
-        Decided once per process, at its first item."""
+        Decided once per process, at its first item that the store does not finish."""
         if self.planning_done:
             return
         self.planning_done = True
@@ -502,16 +513,14 @@ class CaseItem(pytest.Item):
 
     def setup(self) -> None:
         session: ImagetimeSession = self.config.stash[session_key]
-        session.plan_from(self)
-        job = self.job()
         if not self.run.judged:
-            result = session.pipeline.outcome(job)
+            result = session.result_for(self)
             assert isinstance(result, Sheet)
             self.sheet = result
             return
-        base = job.base
+        base = self.job().base
         try:
-            result = session.pipeline.outcome(job)
+            result = session.result_for(self)
         except ItemError as exc:
             self._set_record(base.with_status("error", str(exc)))
             raise

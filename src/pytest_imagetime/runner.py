@@ -238,22 +238,40 @@ def draw_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | Drawn | It
     pending: list[_Pending] = []
     for index, case in enumerate(cases):
         try:
-            reference = reference_for(spec, case)
+            found = _looked_up(spec, case, index)
         except ItemError as exc:
             results[index] = exc
             continue
-        request = generation_request(spec, case, reference)
-        key = image_key(spec, request, reference)
-        stored = None if spec.regenerate else load_stored_bytes(spec.paths, case.id, key)
-        if stored is not None:
-            data, digest, record = stored
-            results[index] = Sheet(None, digest, record, False, reference, data=data)
+        if isinstance(found, Sheet):
+            results[index] = found
         else:
-            pending.append(_Pending(index, case, request, key, reference))
+            pending.append(found)
     for item, outcome, seconds in _draw(spec, pending):
         results[item.index] = (outcome if isinstance(outcome, ItemError)
                                else Drawn(item, outcome, seconds, len(pending)))
     return [r for r in results if r is not None]
+
+
+def stored_sheet(spec: RunSpec, case: Case) -> Sheet | None:
+    """The case's stored sheet when its inputs are unchanged; None when it must be drawn,
+    or cannot be (drawing it then says why)."""
+    try:
+        found = _looked_up(spec, case, 0)
+    except ItemError:
+        return None
+    return found if isinstance(found, Sheet) else None
+
+
+def _looked_up(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
+    """The stored sheet, else what drawing the case needs; raises ItemError."""
+    reference = reference_for(spec, case)
+    request = generation_request(spec, case, reference)
+    key = image_key(spec, request, reference)
+    stored = None if spec.regenerate else load_stored_bytes(spec.paths, case.id, key)
+    if stored is None:
+        return _Pending(index, case, request, key, reference)
+    data, digest, record = stored
+    return Sheet(None, digest, record, False, reference, data=data)
 
 
 def _draw(spec: RunSpec, pending: Sequence[_Pending]
