@@ -228,22 +228,31 @@ def gate_json(result: GateResult) -> dict[str, Any]:
 def confidence_intervals(items: Sequence[Mapping[str, Any]], level: float = 0.95
                          ) -> dict[str, list[float] | None]:
     """Bootstrap intervals of the run's Overall and of each tree level over its judged items
-    (resampling cases), so a reader sees how much a mean could move with other cases."""
+    (resampling cases), so a reader sees how much a mean could move with other cases.
+
+    Each metric draws from its own generator (seeded by its place in the list), so its
+    interval does not depend on which other metrics have values. Equal values need no
+    resampling: every resample has their mean."""
     import numpy as np
 
     out: dict[str, list[float] | None] = {}
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
     tail = (1 - level) / 2
-    for metric in ("overall", "gate", *LEVEL_KEYS):
+    for place, metric in enumerate(("overall", "gate", *LEVEL_KEYS)):
         values = np.array([v for v in (item_metric(i, metric) for i in items) if v is not None])
         if len(values) < 2:
             out[metric] = None
             continue
-        # In chunks of resamples: all at once would take memory growing with the cases (24 MB
-        # for 750). The generator's stream is the same either way, and so are the intervals.
+        if values.min() == values.max():
+            out[metric] = [round(float(values[0]), 4)] * 2
+            continue
+        rng = np.random.default_rng((BOOTSTRAP_SEED, place))
+        # Indices as narrow as the count allows (drawing and gathering int64 cost three
+        # times as much), in chunks of resamples: all at once would take memory growing
+        # with the cases.
+        dtype = np.uint16 if len(values) <= np.iinfo(np.uint16).max else np.int64
         means = np.concatenate([
-            values[rng.integers(0, len(values), size=(rows, len(values)))].mean(axis=1)
-            for rows in _chunks(BOOTSTRAP_SAMPLES, BOOTSTRAP_CHUNK)])
+            values[rng.integers(0, len(values), size=(rows, len(values)), dtype=dtype)]
+            .mean(axis=1) for rows in _chunks(BOOTSTRAP_SAMPLES, BOOTSTRAP_CHUNK)])
         out[metric] = [round(float(np.quantile(means, tail)), 4),
                        round(float(np.quantile(means, 1 - tail)), 4)]
     return out
