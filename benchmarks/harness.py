@@ -114,10 +114,15 @@ class Series:
         return f"{self.rss() / 1024:7.1f} MiB [{lo:.1f}-{hi:.1f}]"
 
 
-def clean_env() -> dict[str, str]:
+def clean_env(tmp: Path) -> dict[str, str]:
     # Bytecode caching is part of what a user's repeated runs get.
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # pytest's temporary folders (xdist makes one per run) in the benchmark's own folder: at
+    # exit pytest deletes all but its three newest, and those of other sessions on this
+    # machine (a test suite's, say) can take a second to delete.
+    tmp.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(tmp)
     return env
 
 
@@ -127,8 +132,9 @@ def pytest_run(args: Sequence[str], cwd: Path) -> Sample:
     cmd = [str(GNU_TIME), "-f", "%M", "-o", str(rss_file),
            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True,
-                          check=False)
+    # Every run's folder lies in the benchmark's root; its temporary folder does too.
+    proc = subprocess.run(cmd, cwd=cwd, env=clean_env(cwd.parent / "tmp"), capture_output=True,
+                          text=True, check=False)
     seconds = time.perf_counter() - start
     # 1: some items failed their thresholds; that is a score, not a broken run.
     if proc.returncode not in (0, 1):
