@@ -113,8 +113,8 @@ def test_config_changes_with_what_changes_pixels_only(tiny: Pipelines) -> None:
 
 def test_only_a_cpu_device_keeps_the_harness_off_a_thread_beside_it(tiny: Pipelines) -> None:
     # On the CPU torch uses every core: sheets are then stored between drawings.
-    assert model(str(tiny["sd"])).saturates_cpu
-    assert not model(str(tiny["sd"]), options=ModelOptions(devices=("cuda:1",))).saturates_cpu
+    assert model(str(tiny["sd"])).cpu_bound
+    assert not model(str(tiny["sd"]), options=ModelOptions(devices=("cuda:1",))).cpu_bound
     assert not PIPELINES  # asking loads nothing
 
 

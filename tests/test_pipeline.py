@@ -19,9 +19,9 @@ from pytest_imagetime.runner import Drawn, ItemError, ItemOutcome, RunSpec, Shee
 from tests.builders import make_case
 
 
-def _spec(batch_size: int = 1, concurrency: int = 1, saturates_cpu: bool = False) -> RunSpec:
+def _spec(batch_size: int = 1, concurrency: int = 1, cpu_bound: bool = False) -> RunSpec:
     """What the pipeline reads of a run; the stand-in stages below never look at it."""
-    model = SimpleNamespace(concurrency=concurrency, saturates_cpu=saturates_cpu)
+    model = SimpleNamespace(concurrency=concurrency, cpu_bound=cpu_bound)
     return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True, model=model))
 
 
@@ -184,10 +184,10 @@ def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> Non
         assert stages.max_drawing == expected
 
 
-@pytest.mark.parametrize(("saturates_cpu", "thread"), [(False, "imagetime-measure_0"),
+@pytest.mark.parametrize(("cpu_bound", "thread"), [(False, "imagetime-measure_0"),
                                                        (True, "imagetime-generate")])
 def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_their_item(
-        saturates_cpu: bool, thread: str) -> None:
+        cpu_bound: bool, thread: str) -> None:
     # Beside the backend on a thread of their own, unless the backend keeps every core busy
     # itself (torch on the CPU): then between two drawings.
     stages = Stages()
@@ -205,7 +205,7 @@ def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_th
         return Sheet(drawn.generated.image, case.id, {}, True)
 
     pipeline = Pipeline(2, 2, generate=draw, judge=stages.judge, reuse=stages.reuse, store=store)
-    jobs = _jobs(5, _spec(saturates_cpu=saturates_cpu))
+    jobs = _jobs(5, _spec(cpu_bound=cpu_bound))
     pipeline.plan(jobs)
     with pytest.raises(ItemError, match="disk full"):
         pipeline.outcome(jobs[1])

@@ -77,8 +77,9 @@ def is_white(region: Pixels) -> bool:
 # ---------------------------------------------------------------- the model's surface
 
 
-def test_is_an_image_model() -> None:
+def test_is_an_image_model_that_draws_on_the_cpu() -> None:
     assert isinstance(ProceduralModel(), ImageModel)
+    assert ProceduralModel().cpu_bound  # its sheets are measured between two drawings
 
 
 @pytest.mark.parametrize("argument", [None, "good"])

@@ -5,8 +5,9 @@ order, the pipeline generates them one after another on a background thread and 
 drawing to a pool of threads as soon as it exists; there it is stored, measured (pixel facts)
 and judged, so the wall time tends to max(total generation, total judging / concurrency)
 instead of their sum, and the backend draws the next sheet while the last one is encoded. A
-backend that keeps every CPU core busy itself (``saturates_cpu``: torch on the CPU) has its
-sheets stored and measured between two drawings instead, where they compete with nothing.
+backend that draws on this machine's CPU (``cpu_bound``: torch on the CPU, the procedural
+model) has its sheets stored and measured between two drawings instead: beside them, that
+work could only compete for the same cores and the interpreter lock.
 An item's setup then only waits for its own result.
 
 Memory stays flat: at most ``lookahead`` sheets are generated and not yet judged (images are
@@ -85,9 +86,9 @@ def model_concurrency(spec: RunSpec) -> int:
     return max(1, int(getattr(spec.model, "concurrency", 1) or 1))
 
 
-def saturates_cpu(spec: RunSpec) -> bool:
-    """Whether the run's backend computes on every CPU core itself (``saturates_cpu``)."""
-    return bool(getattr(spec.model, "saturates_cpu", False))
+def cpu_bound(spec: RunSpec) -> bool:
+    """Whether the run's backend draws on this machine's CPU (``cpu_bound``)."""
+    return bool(getattr(spec.model, "cpu_bound", False))
 
 
 class Pipeline:
@@ -261,10 +262,10 @@ class Pipeline:
                 self._slots.release()
                 continue
             # A new drawing is stored and measured on its own thread, so that the backend
-            # draws the next one meanwhile, unless the backend keeps every core busy itself
-            # (torch on the CPU): a thread beside it would only slow it down. A stored sheet
-            # goes straight to its judge.
-            if isinstance(drawing, Drawn) and saturates_cpu(spec):
+            # draws the next one meanwhile (on a GPU or a server), unless the backend draws
+            # on the CPU: a thread beside it would only slow it down. A stored sheet goes
+            # straight to its judge.
+            if isinstance(drawing, Drawn) and cpu_bound(spec):
                 self._store_into(job, drawing, future)
             elif isinstance(drawing, Drawn):
                 self._hand_on(self._measurers, self._store_into, job, drawing, future)

@@ -198,7 +198,7 @@ class DiffusersModel:
         return self.settings.edit
 
     @functools.cached_property
-    def saturates_cpu(self) -> bool:
+    def cpu_bound(self) -> bool:
         """On the CPU torch spreads every operation over all cores: the harness then stores
         and measures each sheet between two drawings instead of on a thread beside them."""
         return self._device() == "cpu"

@@ -103,6 +103,9 @@ class ProceduralModel:
     """
 
     accepts_reference = True
+    # Drawn in Python and numpy on this thread: a sheet measured beside the next drawing
+    # would only wait for the interpreter lock.
+    cpu_bound = True
 
     def __init__(self, argument: str | None = None) -> None:
         variant = argument or "good"
