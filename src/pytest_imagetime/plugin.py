@@ -333,7 +333,9 @@ class ImagetimeSession:
         start = items.index(first)
         self.pipeline.plan([item.job() for item in items[start:]])
 
-    @pytest.hookimpl(trylast=True)
+    # First: under xdist every report has arrived once the test loop ends, and the reports
+    # are then written while the workers shut down (xdist's own hook waits for them).
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.pipeline.close()
         if _is_xdist_worker(self.config):
