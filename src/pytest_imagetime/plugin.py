@@ -227,7 +227,9 @@ class ImagetimeSession:
             self._outcomes[report.nodeid] = ("error", report.longreprtext)
         elif report.when == "call":
             status = "passed" if report.passed else "failed"
-            self._outcomes[report.nodeid] = (status, report.longreprtext)
+            # A passed item has no text; rendering its absence still costs a writer.
+            text = "" if report.longrepr is None else report.longreprtext
+            self._outcomes[report.nodeid] = (status, text)
         elif report.when == "teardown":
             self._finish_item(report)
 

@@ -81,20 +81,27 @@ class ItemRecord:
 
     @classmethod
     def from_properties(cls, properties: Iterable[tuple[str, object]]) -> ItemRecord | None:
-        """Rebuild a record; None when the properties hold none (a non-ImageTime test)."""
-        start = len(PREFIX)
-        raw = {k[start:]: v for k, v in properties if k.startswith(PREFIX)}
-        if "key" not in raw:
+        """Rebuild a record; None when the properties hold none (a non-ImageTime test).
+
+        One pass over the properties: each name is looked up in a table of what it sets."""
+        values: dict[str, Any] = {}
+        scores: dict[str, int | None] = dict.fromkeys(ALL_DIMS)
+        tree: dict[str, float | None] = dict.fromkeys(TREE_KEYS)
+        read = _READ.get
+        for name, value in properties:
+            target = read(name)
+            if target is None:
+                continue
+            kind, key, coerce = target
+            if kind is _SCORES:
+                scores[key] = int(str(value))
+            elif kind is _TREE:
+                tree[key] = float(str(value))
+            else:
+                values[key] = coerce(value)
+        if "key" not in values:
             return None
-        get = raw.get
-        values: dict[str, Any] = {
-            "scores": {d: None if (v := get(d)) is None else int(str(v)) for d in ALL_DIMS},
-            "tree": {k: None if (v := get(k)) is None else float(str(v)) for k in TREE_KEYS},
-        }
-        for name, coerce in _COERCE:
-            if name in raw:
-                values[name] = coerce(raw[name])
-        return cls(**values)
+        return cls(**values, scores=scores, tree=tree)
 
     def with_status(self, status: str, error: str | None = None) -> ItemRecord:
         return replace(self, status=status, error=error if error is not None else self.error)
@@ -147,6 +154,10 @@ def _coercer(type_name: str) -> Callable[[object], object]:
             "float | None": _as_float}.get(type_name, _as_is)
 
 
-_COERCE: tuple[tuple[str, Callable[[object], object]], ...] = tuple(
-    (f.name, _coercer(str(f.type))) for f in fields(ItemRecord)
-    if f.name not in ("scores", "tree"))
+# What each property name sets: a field (with its coercer), a score, or a tree value.
+_READ: dict[str, tuple[str, str, Callable[[object], object]]] = {
+    **{PREFIX + f.name: (_VALUE, f.name, _coercer(str(f.type))) for f in fields(ItemRecord)
+       if f.name not in ("scores", "tree")},
+    **{PREFIX + d: (_SCORES, d, _as_is) for d in ALL_DIMS},
+    **{PREFIX + k: (_TREE, k, _as_is) for k in TREE_KEYS},
+}
