@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,13 @@ from pytest_imagetime.models.base import GenerationRequest, ModelError
 from pytest_imagetime.models.files import FilesModel
 from pytest_imagetime.models.procedural import ProceduralModel
 from pytest_imagetime.record import ItemRecord
-from pytest_imagetime.runner import RunSpec, generate_sheet, judge_sheet, stored_outcome
+from pytest_imagetime.runner import (
+    ItemError,
+    RunSpec,
+    generate_sheet,
+    judge_sheet,
+    stored_outcome,
+)
 from pytest_imagetime.sheet import metrics
 from pytest_imagetime.sheet.metrics import METRICS_VERSION
 from pytest_imagetime.store import RunPaths
@@ -111,16 +118,31 @@ def _one_sheet_run(tmp_path: Path) -> tuple[RunSpec, Case, ItemRecord]:
     return spec, case, base
 
 
-def test_a_resumed_judged_item_never_decodes_its_sheet(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_resumed_judged_item_never_reads_its_sheet(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     spec, case, base = _one_sheet_run(tmp_path)
     first = judge_sheet(spec, case, base, generate_sheet(spec, case))
     decodes: list[bytes] = []
     monkeypatch.setattr(runner, "decode_png", lambda data: decodes.append(data))
-    again = judge_sheet(spec, case, base, generate_sheet(spec, case))
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} was read"))
+        again = judge_sheet(spec, case, base, generate_sheet(spec, case))
     assert decodes == []
     assert (again.record.generated, again.record.judged) == (False, False)
     assert again.record.scores == first.record.scores
+
+
+def test_a_sheet_changed_after_its_check_is_an_error_not_a_judgment(tmp_path: Path) -> None:
+    spec, case, base = _one_sheet_run(tmp_path)
+    generate_sheet(spec, case)  # stored, not judged yet
+    sheet = generate_sheet(spec, case)  # checked by its size and time, not read
+    path = spec.paths.image(case.id)
+    stamp = path.stat()
+    path.write_bytes(path.read_bytes()[:-4] + b"\0\0\0\0")
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    with pytest.raises(ItemError, match=rf"cannot read the stored sheet {path}: .*changed"):
+        judge_sheet(spec, case, base, sheet)
+    assert not spec.paths.judgment(case.id).exists()
 
 
 def test_stored_outcome_is_the_judged_outcome_and_none_until_judged(tmp_path: Path) -> None:

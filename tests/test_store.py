@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -10,8 +11,10 @@ from pytest_imagetime.store import (
     RunPaths,
     atomic_write_bytes,
     dir_slug,
+    find_stored_sheet,
     input_key,
     load_stored_image,
+    read_json,
     store_image,
 )
 
@@ -53,3 +56,56 @@ def test_stored_image_needs_matching_key_and_intact_file(tmp_path: Path) -> None
     assert load_stored_image(paths, "c", "k2") is None
     paths.image("c").write_bytes(paths.image("c").read_bytes()[:-10])
     assert load_stored_image(paths, "c", "k1") is None
+
+
+def test_an_unchanged_sheet_is_not_read_again(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = RunPaths(tmp_path, "m", "j", "prompt-only")
+    store_image(paths, "c", Image.new("RGB", (8, 8), (1, 2, 3)), {"input_key": "k1"})
+    record = read_json(paths.image_record("c"))
+    assert isinstance(record, dict)
+    assert record["image_file"]["bytes"] == paths.image("c").stat().st_size
+
+    def unread(self: Path) -> bytes:
+        raise AssertionError(f"{self} was read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "read_bytes", unread)
+        found = find_stored_sheet(paths, "c", "k1")
+    assert found is not None and found.data is None
+    assert found.sha256 == record["image_sha256"]
+    # Read later, it is checked against the recorded digest.
+    assert found.read() == paths.image("c").read_bytes()
+    original = paths.image("c").read_bytes()
+    paths.image("c").write_bytes(original[:-4] + b"\0\0\0\0")
+    with pytest.raises(ValueError, match="changed after it was checked"):
+        found.read()
+
+
+def test_a_touched_sheet_is_read_and_its_digest_decides(tmp_path: Path) -> None:
+    paths = RunPaths(tmp_path, "m", "j", "prompt-only")
+    store_image(paths, "c", Image.new("RGB", (8, 8), (1, 2, 3)), {"input_key": "k1"})
+    path = paths.image("c")
+    written = path.stat()
+    # The same bytes, written again later: read, and still the recorded sheet.
+    path.write_bytes(path.read_bytes())
+    os.utime(path, ns=(written.st_atime_ns, written.st_mtime_ns + 1_000_000_000))
+    found = find_stored_sheet(paths, "c", "k1")
+    assert found is not None and found.data == path.read_bytes()
+    # Other bytes of the same size: rejected, and the sheet is made anew.
+    path.write_bytes(path.read_bytes()[:-4] + b"\0\0\0\0")
+    assert find_stored_sheet(paths, "c", "k1") is None
+
+
+def test_a_record_without_file_facts_is_checked_by_its_digest(tmp_path: Path) -> None:
+    # Records written before the file's size and time were kept.
+    paths = RunPaths(tmp_path, "m", "j", "prompt-only")
+    store_image(paths, "c", Image.new("RGB", (8, 8)), {"input_key": "k1"})
+    record = read_json(paths.image_record("c"))
+    assert isinstance(record, dict)
+    del record["image_file"]
+    atomic_write_bytes(paths.image_record("c"), json.dumps(record).encode())
+    found = find_stored_sheet(paths, "c", "k1")
+    assert found is not None and found.data == paths.image("c").read_bytes()
+    paths.image("c").unlink()
+    assert find_stored_sheet(paths, "c", "k1") is None

@@ -15,7 +15,7 @@ from .cases import Case
 from .judges.prices import cost_usd
 from .judges.prompt import case_text, system_prompt
 from .runner import RunSpec, generation_request, image_key, judgment_key
-from .store import load_stored_bytes, load_stored_judgment, with_setting
+from .store import find_stored_sheet, load_stored_judgment, with_setting
 
 # The answer's size: a panel parse, 25 scores, verdicts with evidence, a rationale.
 OUTPUT_TOKENS_PER_JUDGMENT = 1500
@@ -43,11 +43,11 @@ def _stored(spec: RunSpec, case: Case) -> bool:
     """Would a real run reuse a stored judgment for this case?"""
     key = image_key(spec, generation_request(spec, case))
     # The file and its digest are enough: a dry run never decodes a sheet.
-    stored = None if spec.regenerate else load_stored_bytes(spec.paths, case.id, key)
+    stored = None if spec.regenerate else find_stored_sheet(spec.paths, case.id, key)
     if stored is None or spec.rejudge:
         return False
     return load_stored_judgment(spec.paths, case.id,
-                               judgment_key(spec, case, stored[1])) is not None
+                               judgment_key(spec, case, stored.sha256)) is not None
 
 
 def estimate(spec: RunSpec, cases: Iterable[Case]) -> Estimate:

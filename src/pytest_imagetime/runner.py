@@ -33,9 +33,10 @@ from .sheet import metrics as pixel_metrics
 from .sheet_prompts import SHEET, sheet_prompt
 from .store import (
     RunPaths,
+    StoredSheet,
     decode_png,
+    find_stored_sheet,
     input_key,
-    load_stored_bytes,
     load_stored_judgment,
     rgb_png,
     store_image,
@@ -163,19 +164,19 @@ def judgment_key(spec: RunSpec, case: Case, image_sha256: str,
 class Sheet:
     """A generated (or reused) sheet, ready to judge.
 
-    A reused sheet comes as its checked file and is decoded only when something needs its
-    pixels: resuming a judged item never does. ``metrics`` are the pixel facts measured when
-    the sheet was stored in this process, for the pixel judge to reuse.
+    A reused sheet comes as its checked file and is read and decoded only when something
+    needs its pixels: resuming a judged item never does. ``metrics`` are the pixel facts
+    measured when the sheet was stored in this process, for the pixel judge to reuse.
     """
 
     def __init__(self, image: Image.Image | None, sha256: str, record: Mapping[str, Any],
                  generated: bool, reference: Reference | None = None, *,
-                 data: bytes | None = None,
+                 stored: StoredSheet | None = None,
                  metrics: pixel_metrics.SheetMetrics | None = None) -> None:
-        if image is None and data is None:
+        if image is None and stored is None:
             raise ValueError("a sheet needs its image or its file")
         self._image = image
-        self._data = data
+        self._stored = stored
         self.sha256 = sha256
         self.record = record
         self.generated = generated
@@ -184,10 +185,16 @@ class Sheet:
 
     @property
     def image(self) -> Image.Image:
+        """The pixels; raises ItemError when the stored file cannot be read, or changed
+        after it was checked."""
         if self._image is None:
-            assert self._data is not None
-            self._image = decode_png(self._data)
-            self._data = None
+            assert self._stored is not None
+            try:
+                self._image = decode_png(self._stored.read())
+            except (OSError, ValueError) as exc:
+                raise ItemError(f"cannot read the stored sheet {self._stored.path}: {exc}; "
+                                f"run again to draw it anew") from exc
+            self._stored = None
         return self._image
 
 
@@ -267,11 +274,10 @@ def _looked_up(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
     reference = reference_for(spec, case)
     request = generation_request(spec, case, reference)
     key = image_key(spec, request, reference)
-    stored = None if spec.regenerate else load_stored_bytes(spec.paths, case.id, key)
+    stored = None if spec.regenerate else find_stored_sheet(spec.paths, case.id, key)
     if stored is None:
         return _Pending(index, case, request, key, reference)
-    data, digest, record = stored
-    return Sheet(None, digest, record, False, reference, data=data)
+    return Sheet(None, stored.sha256, stored.record, False, reference, stored=stored)
 
 
 def _draw(spec: RunSpec, pending: Sequence[_Pending]

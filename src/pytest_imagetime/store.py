@@ -144,31 +144,63 @@ def encode_png(image: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
-def load_stored_image(paths: RunPaths, case_id: str, key: str) -> tuple[Image.Image, str,
-                                                                      dict[str, JSON]] | None:
-    """The stored sheet if its record matches ``key`` and the file is intact, else None."""
-    found = load_stored_bytes(paths, case_id, key)
-    if found is None:
-        return None
-    data, digest, record = found
-    return decode_png(data), digest, record
+@dataclass(frozen=True)
+class StoredSheet:
+    """A stored sheet that matches its record: its file, digest and record, and its bytes
+    when checking it meant reading them."""
+
+    path: Path
+    sha256: str
+    record: dict[str, JSON]
+    data: bytes | None
+
+    def read(self) -> bytes:
+        """The file's bytes; raises ValueError when they are no longer the recorded ones."""
+        data = self.path.read_bytes() if self.data is None else self.data
+        if self.data is None and sha256_bytes(data) != self.sha256:
+            raise ValueError(f"the stored sheet {self.path} changed after it was checked")
+        return data
 
 
-def load_stored_bytes(paths: RunPaths, case_id: str, key: str) -> tuple[bytes, str,
-                                                                      dict[str, JSON]] | None:
-    """The stored sheet's file, its digest and its record, checked but not decoded: a resumed
-    item whose judgment is stored never needs the pixels."""
+def find_stored_sheet(paths: RunPaths, case_id: str, key: str) -> StoredSheet | None:
+    """The stored sheet if its record matches ``key`` and the file is the one recorded, else
+    None. A file with the size and modification time recorded when it was written is taken
+    as written without being read (as make and git do): a resume of large sheets then reads
+    none of them. Any other file is read and its digest checked."""
     record = read_json(paths.image_record(case_id))
     if not isinstance(record, dict) or record.get("input_key") != key:
         return None
+    digest = record.get("image_sha256")
+    if not isinstance(digest, str):
+        return None
+    path = paths.image(case_id)
     try:
-        data = paths.image(case_id).read_bytes()
+        if record.get("image_file") == _file_facts(path):
+            return StoredSheet(path, digest, record, None)
+        data = path.read_bytes()
     except OSError:
         return None
-    digest = sha256_bytes(data)
-    if digest != record.get("image_sha256"):
+    if sha256_bytes(data) != digest:
         return None
-    return data, digest, record
+    return StoredSheet(path, digest, record, data)
+
+
+def _file_facts(path: Path) -> dict[str, int]:
+    """What tells a written file from a changed one without reading it."""
+    status = path.stat()
+    return {"bytes": status.st_size, "mtime_ns": status.st_mtime_ns}
+
+
+def load_stored_image(paths: RunPaths, case_id: str, key: str) -> tuple[Image.Image, str,
+                                                                      dict[str, JSON]] | None:
+    """The stored sheet, decoded, if its record matches ``key`` and the file is intact."""
+    found = find_stored_sheet(paths, case_id, key)
+    if found is None:
+        return None
+    try:
+        return decode_png(found.read()), found.sha256, found.record
+    except (OSError, ValueError):
+        return None
 
 
 def decode_png(data: bytes) -> Image.Image:
@@ -196,8 +228,10 @@ def store_image(paths: RunPaths, case_id: str, image: Image.Image,
     if data is None:
         data = encode_png(image)
     digest = sha256_bytes(data)
-    atomic_write_bytes(paths.image(case_id), data)
-    atomic_write_json(paths.image_record(case_id), {**record, "image_sha256": digest})
+    path = paths.image(case_id)
+    atomic_write_bytes(path, data)
+    atomic_write_json(paths.image_record(case_id),
+                      {**record, "image_sha256": digest, "image_file": _file_facts(path)})
     return digest
 
 

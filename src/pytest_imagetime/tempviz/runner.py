@@ -34,8 +34,8 @@ from ..runner import ItemError, case_seed, now
 from ..store import (
     RunPaths,
     dir_slug,
+    find_stored_sheet,
     input_key,
-    load_stored_bytes,
     load_stored_image,
     load_stored_judgment,
     store_image,
@@ -170,10 +170,11 @@ def _stored_answers(record: Mapping[str, Any]) -> Answers | None:
 def stored_outcome_exists(run: TempvizRun, prompt: Prompt) -> bool:
     """Whether the item's image and answers are both stored and current (for dry runs)."""
     request = generation_request(run, prompt)
-    stored = load_stored_bytes(run.paths, prompt.id, image_key(run, request))  # not decoded
+    stored = find_stored_sheet(run.paths, prompt.id, image_key(run, request))  # not decoded
     if stored is None:
         return False
-    record = load_stored_judgment(run.paths, prompt.id, judgment_key(run, prompt, stored[1]))
+    record = load_stored_judgment(run.paths, prompt.id,
+                                  judgment_key(run, prompt, stored.sha256))
     return record is not None and _stored_answers(record) is not None
 
 
