@@ -19,10 +19,13 @@ from pytest_imagetime.runner import Drawn, ItemError, ItemOutcome, RunSpec, Shee
 from tests.builders import make_case
 
 
-def _spec(batch_size: int = 1, concurrency: int = 1, cpu_bound: bool = False) -> RunSpec:
+def _spec(batch_size: int = 1, concurrency: int = 1, cpu_bound: bool = False,
+          judge_cpu_bound: bool = False) -> RunSpec:
     """What the pipeline reads of a run; the stand-in stages below never look at it."""
     model = SimpleNamespace(concurrency=concurrency, cpu_bound=cpu_bound)
-    return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True, model=model))
+    judge = SimpleNamespace(cpu_bound=judge_cpu_bound)
+    return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True, model=model,
+                                         judge=judge))
 
 
 def _jobs(n: int, spec: RunSpec | None = None) -> list[Job]:
@@ -184,14 +187,24 @@ def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> Non
         assert stages.max_drawing == expected
 
 
-@pytest.mark.parametrize(("cpu_bound", "thread"), [(False, "imagetime-measure_0"),
-                                                       (True, "imagetime-generate")])
+@pytest.mark.parametrize(("cpu_bound", "judge_cpu_bound", "thread", "judged_on"), [
+    (False, False, "imagetime-measure_0", "imagetime-judge"),
+    (True, False, "imagetime-generate", "imagetime-judge"),
+    (False, True, "imagetime-measure_0", "imagetime-measure_0"),
+    (True, True, "imagetime-generate", "imagetime-generate"),
+])
 def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_their_item(
-        cpu_bound: bool, thread: str) -> None:
-    # Beside the backend on a thread of their own, unless the backend keeps every core busy
-    # itself (torch on the CPU): then between two drawings.
+        cpu_bound: bool, judge_cpu_bound: bool, thread: str, judged_on: str) -> None:
+    # Beside the backend on a thread of their own, unless the backend draws on the CPU:
+    # then between two drawings. A judge that computes on the CPU judges where the sheet
+    # was stored; others in the judge pool.
     stages = Stages()
     stored_on: list[str] = []
+    judge_threads: list[str] = []
+
+    def judge(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:
+        judge_threads.append(threading.current_thread().name)
+        return stages.judge(spec, case, base, sheet)
 
     def draw(spec: RunSpec, cases: Sequence[Case]) -> list[Drawn]:
         return [Drawn(cast(Any, case), Generated(Image.new("RGB", (4, 4))), 0.0, 1)
@@ -204,8 +217,8 @@ def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_th
             raise ItemError("cannot store the sheet of case-1: disk full")
         return Sheet(drawn.generated.image, case.id, {}, True)
 
-    pipeline = Pipeline(2, 2, generate=draw, judge=stages.judge, reuse=stages.reuse, store=store)
-    jobs = _jobs(5, _spec(cpu_bound=cpu_bound))
+    pipeline = Pipeline(2, 2, generate=draw, judge=judge, reuse=stages.reuse, store=store)
+    jobs = _jobs(5, _spec(cpu_bound=cpu_bound, judge_cpu_bound=judge_cpu_bound))
     pipeline.plan(jobs)
     with pytest.raises(ItemError, match="disk full"):
         pipeline.outcome(jobs[1])
@@ -214,6 +227,24 @@ def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_th
         assert cast(Any, pipeline.outcome(job)).judgment == job.case.id
     pipeline.close()
     assert set(stored_on) == {thread}
+    assert len(judge_threads) == 4 and all(t.startswith(judged_on) for t in judge_threads)
+
+
+def test_a_stored_sheet_goes_to_a_cpu_judge_on_the_generation_thread() -> None:
+    stages = Stages()
+    judge_threads: list[str] = []
+
+    def judge(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:
+        judge_threads.append(threading.current_thread().name)
+        return stages.judge(spec, case, base, sheet)
+
+    pipeline = Pipeline(2, 2, generate=stages.generate, judge=judge, reuse=stages.reuse)
+    jobs = _jobs(3, _spec(judge_cpu_bound=True))
+    pipeline.plan(jobs)
+    assert [cast(Any, pipeline.outcome(job)).judgment for job in jobs] == [
+        "case-0", "case-1", "case-2"]
+    pipeline.close()
+    assert judge_threads == ["imagetime-generate"] * 3
 
 
 def test_stored_judgments_finish_on_the_generation_thread_without_the_judge() -> None:

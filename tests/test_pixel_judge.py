@@ -76,6 +76,7 @@ def test_pixel_judge_describes_itself() -> None:
     pixel = PixelJudge()
     assert isinstance(pixel, Judge)
     assert pixel.name == "pixel"
+    assert pixel.cpu_bound  # judged where its sheet was stored, not in the judge pool
     assert pixel.scored_dims == frozenset({"C0", "D0", "D3", "D5", "D9", "D14"})
     assert dict(pixel.config()) == {"judge": "pixel",
                                     "judge_model": f"pixel-metrics/{METRICS_VERSION}",

@@ -136,6 +136,7 @@ def test_server_without_keys(server: ChatServer, monkeypatch: pytest.MonkeyPatch
                              case: Case) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     judge = VlmJudge(None, options=JudgeOptions(base_url=server.base_url, key_env=None))
+    assert not getattr(judge, "cpu_bound", False)  # it waits on a server: the judge pool
     judge.judge(sheet=_sheet(case))
     assert "authorization" not in server.state.headers[0] or \
         server.state.headers[0]["authorization"] == "Bearer unused"

@@ -7,7 +7,9 @@ and judged, so the wall time tends to max(total generation, total judging / conc
 instead of their sum, and the backend draws the next sheet while the last one is encoded. A
 backend that draws on this machine's CPU (``cpu_bound``: torch on the CPU, the procedural
 model) has its sheets stored and measured between two drawings instead: beside them, that
-work could only compete for the same cores and the interpreter lock.
+work could only compete for the same cores and the interpreter lock. Likewise a judge that
+computes in this process (``cpu_bound``: the pixel and replay judges) judges each sheet on
+the thread that stored it; the judge pool is for judges that wait on a server.
 An item's setup then only waits for its own result.
 
 Memory stays flat: at most ``lookahead`` sheets are generated and not yet judged (images are
@@ -89,6 +91,13 @@ def model_concurrency(spec: RunSpec) -> int:
 def cpu_bound(spec: RunSpec) -> bool:
     """Whether the run's backend draws on this machine's CPU (``cpu_bound``)."""
     return bool(getattr(spec.model, "cpu_bound", False))
+
+
+def judged_in_place(spec: RunSpec) -> bool:
+    """Whether a sheet is judged on the thread that has it (its judge computes in this
+    process, ``cpu_bound``, or there is no judgment) rather than in the judge pool, which
+    is there to overlap the waits of judges that call a server."""
+    return not spec.judged or bool(getattr(spec.judge, "cpu_bound", False))
 
 
 class Pipeline:
@@ -270,7 +279,7 @@ class Pipeline:
             elif isinstance(drawing, Drawn):
                 self._hand_on(self._measurers, self._store_into, job, drawing, future)
             elif not self._finished_from_store(job, drawing, future):
-                self._hand_on(self._pool, self._judge_into, job, drawing, future)
+                self._to_judge(job, drawing, future)
 
     def _finished_from_store(self, job: Job, sheet: Sheet, future: Future[Result]) -> bool:
         """Finish a stored sheet whose judgments are stored too, here: a trip through the
@@ -304,7 +313,15 @@ class Pipeline:
             future.set_exception(exc)
             self._slots.release()
             return
-        self._hand_on(self._pool, self._judge_into, job, sheet, future)
+        self._to_judge(job, sheet, future)
+
+    def _to_judge(self, job: Job, sheet: Sheet, future: Future[Result]) -> None:
+        """Judge here or in the pool (``judged_in_place``): a hop to a pool thread costs a
+        judge that computes on the CPU more than it could overlap."""
+        if judged_in_place(job.spec):
+            self._judge_into(job, sheet, future)
+        else:
+            self._hand_on(self._pool, self._judge_into, job, sheet, future)
 
     def _judge_into(self, job: Job, sheet: Sheet, future: Future[Result]) -> None:
         try:

@@ -149,6 +149,10 @@ def _layout_phrase(m: SheetMetrics) -> str:
 class PixelJudge:
     """Scores C0, D0, D3, D5, D9 and D14 from the pixel metrics; the rest stays null."""
 
+    # Computes here, in Python: it judges on the thread that stored the sheet (a pool
+    # thread would only wait for the interpreter lock).
+    cpu_bound = True
+
     def __init__(self, argument: str | None = None) -> None:
         if argument is not None:
             raise ValueError(f"the pixel judge takes no argument, got {argument!r}")

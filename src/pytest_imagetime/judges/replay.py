@@ -18,6 +18,8 @@ from .base import SheetToJudge
 
 
 class ReplayJudge:
+    cpu_bound = True  # reads stored judgments: nothing to overlap in the judge pool
+
     def __init__(self, argument: str | None = None) -> None:
         if not argument:
             raise ValueError("the replay judge needs a run directory: "
