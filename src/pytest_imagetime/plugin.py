@@ -375,6 +375,12 @@ class ImagetimeSession:
         all_records = [r for rs in self.records.values() for r in rs]
         if self.options.junit is not None and all_records:
             write_junit(self.options.junit, all_records, self.messages)
+        # Everything is written: only the summary's part of each report stays, so the end of
+        # the session (other plugins' summaries, their imports) reuses the items' memory.
+        del all_records
+        self.records.clear()
+        self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
+                        for path, report in self.reports]
 
     def _write_galleries(self) -> None:
         for spec in self.runs.values():
