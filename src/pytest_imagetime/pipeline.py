@@ -158,9 +158,7 @@ class Pipeline:
         pipeline is planned from that one on: a resumed run then never hands an item to
         another thread (each hop costs more than the lookup itself)."""
         sheet = self._lookup(job.spec, job.case)
-        if sheet is None or not job.spec.judged:
-            return sheet
-        return self._reuse(job.spec, job.case, job.base, sheet)
+        return None if sheet is None else self._reused(job, sheet)
 
     def outcome(self, job: Job) -> Result:
         """The item's outcome, waiting for it if needed; raises ItemError on failure."""
@@ -286,8 +284,7 @@ class Pipeline:
         judge pool would only add a thread hop per item, and a resumed run is nothing else.
         False when the judge must be called."""
         try:
-            result: Result | None = sheet if not job.spec.judged else self._reuse(
-                job.spec, job.case, job.base, sheet)
+            result = self._reused(job, sheet)
         except BaseException as exc:
             future.set_exception(exc)
             self._slots.release()
@@ -297,6 +294,13 @@ class Pipeline:
         future.set_result(result)
         self._slots.release()
         return True
+
+    def _reused(self, job: Job, sheet: Sheet) -> Result | None:
+        """The item's result from its stored sheet without calling the judge (the sheet
+        itself in a run that is not judged); None when the judge must be called."""
+        if not job.spec.judged:
+            return sheet
+        return self._reuse(job.spec, job.case, job.base, sheet)
 
     def _hand_on(self, pool: ThreadPoolExecutor, task: Callable[[Job, Any, Future[Result]], None],
                  job: Job, drawing: Sheet | Drawn, future: Future[Result]) -> None:

@@ -377,7 +377,6 @@ class ImagetimeSession:
             write_junit(self.options.junit, all_records, self.messages)
         # Everything is written: only the summary's part of each report stays, so the end of
         # the session (other plugins' summaries, their imports) reuses the items' memory.
-        del all_records
         self.records.clear()
         self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
                         for path, report in self.reports]

@@ -85,20 +85,15 @@ class ItemRecord:
 
         One pass over the properties: each name is looked up in a table of what it sets."""
         values: dict[str, Any] = {}
-        scores: dict[str, int | None] = dict.fromkeys(ALL_DIMS)
-        tree: dict[str, float | None] = dict.fromkeys(TREE_KEYS)
+        scores: dict[str, Any] = dict.fromkeys(ALL_DIMS)
+        tree: dict[str, Any] = dict.fromkeys(TREE_KEYS)
+        into = {_VALUE: values, _SCORES: scores, _TREE: tree}
         read = _READ.get
         for name, value in properties:
             target = read(name)
-            if target is None:
-                continue
-            kind, key, coerce = target
-            if kind is _SCORES:
-                scores[key] = int(str(value))
-            elif kind is _TREE:
-                tree[key] = float(str(value))
-            else:
-                values[key] = coerce(value)
+            if target is not None:
+                kind, key, coerce = target
+                into[kind][key] = coerce(value)
         if "key" not in values:
             return None
         return cls(**values, scores=scores, tree=tree)
@@ -158,6 +153,6 @@ def _coercer(type_name: str) -> Callable[[object], object]:
 _READ: dict[str, tuple[str, str, Callable[[object], object]]] = {
     **{PREFIX + f.name: (_VALUE, f.name, _coercer(str(f.type))) for f in fields(ItemRecord)
        if f.name not in ("scores", "tree")},
-    **{PREFIX + d: (_SCORES, d, _as_is) for d in ALL_DIMS},
-    **{PREFIX + k: (_TREE, k, _as_is) for k in TREE_KEYS},
+    **{PREFIX + d: (_SCORES, d, _as_int) for d in ALL_DIMS},
+    **{PREFIX + k: (_TREE, k, _as_float) for k in TREE_KEYS},
 }
