@@ -86,7 +86,7 @@ def test_rerun_reuses_everything_and_regenerate_redoes(pytester: pytest.Pytester
     first = _reports(pytester.path / "reports")["procedural/pixel"]
     # A finished run is answered item by item from the store: no generation thread starts.
     pytester.makeconftest("""
-        from pytest_imagetime.plugin import session_key
+        from pytest_imagetime.session import session_key
 
         def pytest_sessionfinish(session):
             print("pipeline planned:", session.config.stash[session_key].pipeline.planned)
@@ -154,6 +154,21 @@ def test_plain_pytest_runs_own_tests_only(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_own="def test_team(): pass")
     _two_cases(pytester)
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_session_without_a_model_imports_only_the_options(pytester: pytest.Pytester) -> None:
+    # Every pytest run of an environment with the plugin installed loads it: without a model
+    # it must not import the session, the cases, the backends, numpy or the reports.
+    pytester.makepyfile(test_own="""
+        import sys
+
+        def test_modules():
+            heavy = ("pytest_imagetime.session", "pytest_imagetime.tempviz.session",
+                     "pytest_imagetime.cases", "pytest_imagetime.runner", "numpy", "PIL",
+                     "yaml", "jsonschema")
+            assert [m for m in heavy if m in sys.modules] == []
+    """)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_markers_and_keywords_select(pytester: pytest.Pytester) -> None:

@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
-from .cases import Case
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the options module imports this one at pytest start-up
+    from .cases import Case
 
 SHEET = (2, 2)
 DENSE_GRIDS = ((4, 2), (4, 4), (4, 6), (4, 8))  # four temporal rows, N panels a row

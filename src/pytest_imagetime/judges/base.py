@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from PIL import Image
-
-from ..cases import Case
-from ..judgment import Judgment
 from ..rubric import Setting
 
-if TYPE_CHECKING:  # numpy stays unimported until a sheet is measured
+if TYPE_CHECKING:  # annotations only: the options module imports this one at pytest start-up
+    from PIL import Image
+
+    from ..cases import Case
+    from ..judgment import Judgment
     from ..sheet.metrics import SheetMetrics
 
 JSON = Any

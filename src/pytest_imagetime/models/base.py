@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from PIL import Image
-
-from ..cases import Case
 from ..rubric import Setting
+
+if TYPE_CHECKING:  # annotations only: the options module imports this one at pytest start-up
+    from PIL import Image
+
+    from ..cases import Case
 
 JSON = Any
 

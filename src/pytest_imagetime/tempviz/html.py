@@ -18,7 +18,8 @@ from PIL import Image
 
 from ..report.html import esc, page, url
 from ..store import atomic_write_bytes, dir_slug, read_json
-from .prompts import CATEGORIES, QUESTION_NAMES
+from .options import CATEGORIES
+from .prompts import QUESTION_NAMES
 from .report import COMBINED, LABELS
 
 INDEX = "index.html"

@@ -30,9 +30,9 @@ from ..judgment import JudgeError
 from ..probe.ask import JsonAsker, message_text, short
 from ..store import dir_slug
 from .examples import Example, Examples
+from .options import STYLES
 from .prompts import QUESTION_NAMES, QUESTIONS, Prompt
 
-STYLES: tuple[str, ...] = ("simple", "instructed")
 PROMPT_VERSION = "tempviz-judge/1"
 REPLY_SUFFIX = "Just reply with 'yes' or 'no'."
 KEY_HINT = ("or --imagetime-judge-key-env=NAME for another variable, 'none' for a server "

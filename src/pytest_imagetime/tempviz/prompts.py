@@ -19,8 +19,8 @@ from pathlib import Path
 from ..cases import Case, Setup
 from ..inventory import slug
 from ..rubric import Applicability
+from .options import CATEGORIES
 
-CATEGORIES: tuple[str, ...] = ("Animals", "Artworks", "Buildings", "Landscapes", "Maps")
 QUESTIONS: tuple[str, ...] = ("q1", "q2", "q3")
 # Which annotation column asks which question (the tables' order differs from the paper's).
 QUESTION_COLUMNS: Mapping[str, str] = {

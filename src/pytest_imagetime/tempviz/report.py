@@ -21,7 +21,8 @@ import jsonschema
 
 from .. import __version__
 from ..store import atomic_write_bytes, atomic_write_json
-from .prompts import CATEGORIES, QUESTIONS
+from .options import CATEGORIES
+from .prompts import QUESTIONS
 from .record import TempvizRecord
 
 REPORT_FORMAT = "imagetime-tempviz-report/1"

@@ -1,0 +1,571 @@
+"""An active ImageTime session: collection of case files, the item, and reporting glue.
+
+Imported by the plugin (``plugin.py``) only when a run asks for a model, so that a test
+session that does not use the benchmark never imports the backends, numpy or the reports.
+Workers under xdist run items; only the controller writes reports.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
+from .conditions import explain, unmet_conditions
+from .estimate import estimate, estimate_lines
+from .gate import GateResult, compare, gate_json, gate_lines
+from .inventory import slug
+from .judges.base import Judge
+from .markers import Markers
+from .models.base import ImageModel
+from .options import Options
+from .pipeline import CostBudget, Job, Pipeline, Result, model_concurrency
+from .progress import Progress
+from .record import ItemRecord
+from .references import GeneratedReferences, ReferenceDir, References
+from .registry import JUDGES, MODELS, UnknownBackend
+from .report.json_report import build_report, case_set, write_report
+from .report.junit import write_junit
+from .report.summary import summary_lines
+from .rubric import LEVEL_KEYS, RUBRIC_VERSION
+from .runner import ItemError, ItemOutcome, RunSpec, Sheet, case_seed, now
+from .scheduling import is_case_nodeid, shard_cases, share_of
+from .store import RunPaths, read_json, with_setting
+
+PLUGIN_NAME = "imagetime-session"
+session_key = pytest.StashKey["ImagetimeSession"]()
+
+
+def start(config: pytest.Config, options: Options) -> None:
+    """Set up the session of a run that asks for a model (``options.active``)."""
+    if options.dry_run:
+        # A dry run only counts: no workers to start (before xdist's own configure runs).
+        config.option.dist = "no"
+        config.option.numprocesses = None
+    _register_markers(config)
+    session = ImagetimeSession(config, options)
+    config.stash[session_key] = session
+    config.pluginmanager.register(session, PLUGIN_NAME)
+    if config.pluginmanager.hasplugin("xdist"):
+        from .scheduling import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(), "imagetime-xdist")
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # No paths given: a benchmark run collects the packaged cases and nothing else.
+        config.args = [str(builtin_cases_dir())]
+
+
+def _register_markers(config: pytest.Config) -> None:
+    from .inventory import domains
+
+    lines = ["imagetime: an ImageTime benchmark item"]
+    lines += [f"imagetime_{k}: ImageTime items probing capability level {k}" for k in LEVEL_KEYS]
+    lines += [f"imagetime_{d}: ImageTime items of difficulty {d}"
+              for d in ("easy", "medium", "hard")]
+    lines += [f"imagetime_domain_{slug(d)}: ImageTime items of domain {d}" for d in domains()]
+    lines += [f"imagetime_{flag}: ImageTime items with the {flag} applicability flag"
+              for flag in ("constraint", "quantity", "occlusion")]
+    for line in lines:
+        config.addinivalue_line("markers", line)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _resolve(kind: str, spec: str, registry: Any, **context: Any) -> Any:
+    try:
+        return registry.create(spec, **context)
+    except (UnknownBackend, ValueError) as exc:
+        raise pytest.UsageError(f"--imagetime-{kind}={spec}: {exc}") from None
+    except ImportError as exc:
+        raise pytest.UsageError(f"--imagetime-{kind}={spec}: {exc}") from None
+
+
+def _check_model_fits(spec: str, model: ImageModel, options: Options) -> None:
+    if options.setting == "scaffold" and not getattr(model, "accepts_reference", False):
+        raise pytest.UsageError(
+            f"--imagetime-model={spec}: this backend cannot complete a scaffold (it takes no "
+            f"reference image); the scaffold setting needs an edit-capable backend: "
+            f"flux-kontext, qwen-image-edit, flux2-dev, openai-images, "
+            f"diffusers:REPO:edit=true, or a third-party backend with accepts_reference")
+
+
+class ImagetimeSession:
+    """Run state of one pytest process: resolved backends, and on the controller the results."""
+
+    def __init__(self, config: pytest.Config, options: Options) -> None:
+        self.config = config
+        self.options = options
+        judge: Judge = _resolve("judge", options.judge, JUDGES, options=options.judge_options)
+        self.judge = judge
+        self.runs: dict[str, RunSpec] = {}
+        references = self._references(options)
+        for spec in options.models:
+            model: ImageModel = _resolve("model", spec, MODELS, options=options.model_options)
+            _check_model_fits(spec, model, options)
+            paths = RunPaths(options.out, model.name, judge.name, options.setting, options.grid)
+            self.runs[spec] = RunSpec(model=model, judge=judge, paths=paths,
+                                      setting=options.setting, size=options.size,
+                                      run_seed=options.seed, regenerate=options.regenerate,
+                                      rejudge=options.rejudge, repeats=options.judge_repeats,
+                                      grid=options.grid, references=references,
+                                      batch_size=options.model_options.batch_size)
+        workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+        budget = None if options.max_cost is None else options.max_cost / workers
+        if budget is not None and getattr(judge, "price", True) is None:
+            raise pytest.UsageError(
+                f"--imagetime-max-cost needs the judge's price, and none is known for "
+                f"{judge.config().get('judge_model')!r}: give --imagetime-judge-price=IN,OUT "
+                "(USD per 1M tokens)")
+        concurrency = options.judge_options.concurrency
+        drawing = max((model_concurrency(run) for run in self.runs.values()), default=1)
+        # Room for a whole batch, and for every hosted request in flight, on top of the
+        # sheets waiting for a judge.
+        lookahead = max(2 * concurrency, 2 * options.model_options.batch_size, 2 * drawing)
+        self.pipeline = Pipeline(concurrency=concurrency, lookahead=lookahead,
+                                 budget=CostBudget(budget), generation_concurrency=drawing)
+        self.canaries: list[dict[str, Any]] | None = None
+        self.planning_done = False
+        self.markers = Markers(config)
+        self.gate_results: list[GateResult] = []
+        self.baselines = self._load_baselines()
+        self.progress = Progress(options.progress_every_s, self._write_line)
+        self._outcomes: dict[str, tuple[str, str]] = {}
+        self.records: dict[str, list[ItemRecord]] = {}
+        self.messages: dict[str, str] = {}
+        self.reports: list[tuple[Path, dict[str, Any]]] = []
+        self.galleries: list[Path] = []
+
+    def _references(self, options: Options) -> References | None:
+        if options.setting != "scaffold":
+            return None
+        if options.reference_dir is not None:
+            return ReferenceDir(options.reference_dir)
+        assert options.reference_model is not None  # parse_options demands one of the two
+        model: ImageModel = _resolve("reference-model", options.reference_model, MODELS,
+                                     options=options.model_options)
+        return GeneratedReferences(model, options.out, options.size,
+                                   functools.partial(case_seed, options.seed))
+
+    # ------------------------------------------------------------ collection
+
+    def pytest_collect_file(self, file_path: Path,
+                            parent: pytest.Collector) -> pytest.Collector | None:
+        if file_path.suffix not in (".yaml", ".yml"):
+            return None
+        if parent.session.isinitpath(file_path) or looks_like_case_file(file_path):
+            return CaseFile.from_parent(parent, path=file_path)
+        return None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        if self.baselines:
+            self._mark_known_failures(items)
+        if self.options.shard is not None:
+            kept = shard_cases([i.case.id for i in items if isinstance(i, CaseItem)],
+                               self.options.shard)
+            others = [i for i in items if isinstance(i, CaseItem) and i.case.id not in kept]
+            if others:
+                config.hook.pytest_deselected(items=others)
+                items[:] = [i for i in items if not isinstance(i, CaseItem)
+                            or i.case.id in kept]
+        if not self.options.dry_run:
+            return
+        ours = [i for i in items if isinstance(i, CaseItem)]
+        estimates = [estimate(run, [i.case for i in ours if i.run is run])
+                     for run in self.runs.values()]
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "ImageTime dry run")
+            for line in estimate_lines(estimates, self.judge.config()):
+                reporter.write_line(line)
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = []
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.options.canaries and not self.options.dry_run \
+                and not _is_xdist_worker(self.config):
+            from .canaries import run_canaries  # draws sheets: numpy only when asked for
+
+            self.canaries = run_canaries(self.judge, self.options.setting)
+
+    # ------------------------------------------------------------ results (controller)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report: pytest.TestReport = yield
+        if call.when == "setup" and call.excinfo is not None \
+                and call.excinfo.errisinstance(ItemError):
+            report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if _is_xdist_worker(self.config):
+            return
+        if report.when == "setup" and report.failed:
+            self._outcomes[report.nodeid] = ("error", report.longreprtext)
+        elif report.when == "call":
+            status = "passed" if report.passed else "failed"
+            # A passed item has no text; rendering its absence still costs a writer.
+            text = "" if report.longrepr is None else report.longreprtext
+            self._outcomes[report.nodeid] = (status, text)
+        elif report.when == "teardown":
+            self._finish_item(report)
+
+    def _finish_item(self, report: pytest.TestReport) -> None:
+        outcome = self._outcomes.pop(report.nodeid, None)
+        # Rebuilt from the properties even in this process: a serial run's report then holds
+        # exactly what an xdist run's does (the properties round their values).
+        record = ItemRecord.from_properties(report.user_properties)
+        if outcome is None or record is None:
+            return  # skipped, or not an ImageTime item
+        status, text = outcome
+        if status == "error":
+            reason = record.error or _last_line(text) or "setup failed"
+            record = record.with_status("error", reason)
+        else:
+            record = record.with_status(status)
+        self.records.setdefault(record.run_dir, []).append(record)
+        self.progress.item(record.overall, record.status == "error",
+                           record.cost_usd if record.judged else 0.0)
+        if text:
+            self.messages[record.key] = text
+
+    def _write_line(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(line)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.progress.expect(sum(isinstance(i, CaseItem) for i in session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.progress.expect(sum(is_case_nodeid(i) for i in ids))
+
+    def _baseline_path(self, spec: RunSpec) -> Path | None:
+        base = self.options.baseline
+        if base is None:
+            return None
+        if base.suffix == ".json" or base.is_file():
+            return base
+        return base / spec.paths.run_dir.relative_to(self.options.out) / "report.json"
+
+    def _load_baselines(self) -> dict[str, dict[str, Any]]:
+        """Baseline reports by run directory; a missing one is an error unless it is being
+        written now."""
+        found: dict[str, dict[str, Any]] = {}
+        if self.options.baseline is None:
+            return found
+        for spec in self.runs.values():
+            path = self._baseline_path(spec)
+            assert path is not None
+            report = read_json(path)
+            if report is None:
+                if self.options.update_baseline:
+                    continue
+                raise pytest.UsageError(
+                    f"--imagetime-baseline={self.options.baseline}: no readable baseline report "
+                    f"at {path} (--imagetime-update-baseline writes one)")
+            found[str(spec.paths.run_dir)] = report
+        return found
+
+    def _mark_known_failures(self, items: list[pytest.Item]) -> None:
+        """Items that also failed in the baseline fail as xfail: only new failures fail."""
+        for item in items:
+            if not isinstance(item, CaseItem):
+                continue
+            baseline = self.baselines.get(str(item.run.paths.run_dir))
+            if baseline is None:
+                continue
+            for entry in baseline["items"]:
+                if entry["case_id"] == item.case.id and entry["status"] == "failed":
+                    item.add_marker(pytest.mark.xfail(
+                        raises=ConditionsNotMet, strict=False,
+                        reason="known failure: it failed in the baseline too"))
+                    break
+
+    def result_for(self, item: CaseItem) -> Result:
+        """The item's outcome (its sheet for a dense grid); raises ItemError on failure.
+        Until the first item that the store does not finish, each is finished here."""
+        job = item.job()
+        if not self.planning_done:
+            finished = self.pipeline.finished(job)
+            if finished is not None:
+                return finished
+            self.plan_from(item)
+        return self.pipeline.outcome(job)
+
+    def plan_from(self, first: CaseItem) -> None:
+        """Tell the pipeline which items this process runs, from ``first`` on, in order.
+        Decided once per process, at its first item that the store does not finish."""
+        if self.planning_done:
+            return
+        self.planning_done = True
+        items = [i for i in first.session.items if isinstance(i, CaseItem)]
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is not None:
+            if not workerinput.get("imagetime_shares"):
+                return  # another xdist scheduling: this worker cannot know its items ahead
+            workers = int(workerinput["workercount"])
+            share = share_of(items.index(first), workers)
+            items = [item for n, item in enumerate(items) if share_of(n, workers) == share]
+        start = items.index(first)
+        self.pipeline.plan([item.job() for item in items[start:]])
+
+    # First: under xdist every report has arrived once the test loop ends, and the reports
+    # are then written while the workers shut down (xdist's own hook waits for them).
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.pipeline.close()
+        if _is_xdist_worker(self.config):
+            return
+        created = now()
+        for spec in self.runs.values():
+            run_dir = str(spec.paths.run_dir)
+            records = self.records.get(run_dir)
+            if not records:
+                continue
+            report = build_report(self._manifest(spec, records), records, created)
+            if self.canaries is not None:
+                report["canaries"] = self.canaries
+            baseline = self.baselines.get(str(spec.paths.run_dir))
+            if baseline is not None:
+                result = compare(baseline, report, self.options.max_drop, self.options.floors,
+                                 self.options.gate_significant,
+                                 self.options.allow_judge_change, run=_run_label(spec))
+                self.gate_results.append(result)
+                report["gate"] = gate_json(result)
+            self.config.hook.pytest_imagetime_update_report(report=report, config=self.config)
+            write_report(spec.paths.report, report)
+            self.reports.append((spec.paths.report, report))
+        if any(result.breached for result in self.gate_results):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.options.update_baseline and self.options.baseline is not None:
+            for path, report in self.reports:
+                spec = next(s for s in self.runs.values() if s.paths.report == path)
+                target = self._baseline_path(spec)
+                assert target is not None
+                write_report(target, report)
+        if self.options.html is not None and self.reports:
+            self._write_html(self.options.html)
+        self._write_galleries()
+        all_records = [r for rs in self.records.values() for r in rs]
+        if self.options.junit is not None and all_records:
+            write_junit(self.options.junit, all_records, self.messages)
+        # Everything is written: only the summary's part of each report stays, so the end of
+        # the session (other plugins' summaries, their imports) reuses the items' memory.
+        self.records.clear()
+        self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
+                        for path, report in self.reports]
+
+    def _write_galleries(self) -> None:
+        for spec in self.runs.values():
+            if spec.judged:
+                continue
+            from .report.gallery import write_gallery  # only runs of dense grids have one
+
+            title = f"{with_setting(spec.model.name, spec.setting, spec.grid)}: dense grids"
+            written = write_gallery(spec.paths.model_dir, title)
+            if written is None:
+                continue
+            self.galleries.append(written)
+            if self.options.html is not None:
+                target = self.options.html / f"gallery-{written.parent.name}.html"
+                if write_gallery(spec.paths.model_dir, title, target) is not None:
+                    self.galleries.append(target)
+
+    def _write_html(self, folder: Path) -> None:
+        """The HTML report of this session's runs; failures and errors link to their card."""
+        from .report.html import case_url, run_pages, write_html
+
+        run_dirs = [path.parent for path, _ in self.reports]
+        write_html(run_dirs, folder)
+        for run_dir, page in zip(run_dirs, run_pages(run_dirs), strict=True):
+            for record in self.records.get(str(run_dir), []):
+                if record.status != "passed":
+                    link = f"case page: {(folder / case_url(page, record.case_id))}"
+                    text = self.messages.get(record.key, record.error or "")
+                    self.messages[record.key] = f"{text}\n{link}" if text else link
+
+    def _manifest(self, spec: RunSpec, records: list[ItemRecord]) -> dict[str, Any]:
+        return {
+            "model": {"spec": spec.model.name, "config": dict(spec.model.config())},
+            "judge": {"name": spec.judge.name, "config": dict(spec.judge.config())},
+            "setting": spec.setting, "size": spec.size, "seed": spec.run_seed,
+            "pass_threshold": self.options.pass_threshold,
+            "judge_repeats": spec.repeats,
+            "rubric_version": RUBRIC_VERSION,
+            "run_dir": str(spec.paths.run_dir),
+            "cases": case_set(records),
+            "shard": None if self.options.shard is None else "{}/{}".format(*self.options.shard),
+        }
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if _is_xdist_worker(self.config):
+            return
+        tr = terminalreporter
+        for gallery in self.galleries:
+            tr.write_line(f"dense-grid gallery (qualitative, not scored): {gallery}")
+        if not self.reports:
+            return
+        tr.write_sep("=", "ImageTime summary")
+        for line in summary_lines([report for _, report in self.reports]):
+            tr.write_line(line)
+        for path, _ in self.reports:
+            tr.write_line(f"report: {path}")
+        if self.options.junit is not None:
+            tr.write_line(f"junit: {self.options.junit}")
+        if self.options.html is not None:
+            tr.write_line(f"html: {self.options.html / 'index.html'}")
+        if self.gate_results:
+            tr.write_sep("=", "ImageTime gate")
+            for line in gate_lines(self.gate_results):
+                tr.write_line(line)
+        if self.options.update_baseline and self.options.baseline is not None:
+            tr.write_line(f"baseline updated: {self.options.baseline}")
+
+
+def _run_label(spec: RunSpec) -> str:
+    return f"{with_setting(spec.model.name, spec.setting, spec.grid)} | {spec.judge.name}"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class CaseFile(pytest.File):
+    """A YAML case file: one item per case and model."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        session: ImagetimeSession = self.config.stash[session_key]
+        cases = load_case_file(self.path, display=self.nodeid or self.path.name)
+        for case in cases:
+            for spec, run in session.runs.items():
+                name = f"{case.id}[{with_setting(spec, run.setting, run.grid)}]"
+                yield CaseItem.from_parent(self, name=name, case=case, run=run)
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CaseFileError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ConditionsNotMet(AssertionError):
+    """Benchmark conditions the sheet does not meet: a test failure, not an error."""
+
+
+class CaseItem(pytest.Item):
+    """One case x model: setup generates and judges, the call asserts the conditions."""
+
+    def __init__(self, *, case: Case, run: RunSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.run = run
+        self.outcome: ItemOutcome | None = None
+        self.sheet: Sheet | None = None  # a dense grid's sheet: shown, never judged
+        self._job: Job | None = None
+        self._record: ItemRecord | None = None  # this item's record, until its teardown
+        self._add_markers()
+
+    def _add_markers(self) -> None:
+        marks = ["imagetime", f"imagetime_{self.case.difficulty}",
+                 f"imagetime_domain_{slug(self.case.domain)}"]
+        marks += [f"imagetime_{level}" for level in self.case.levels]
+        marks += [f"imagetime_{flag}" for flag in ("constraint", "quantity", "occlusion")
+                  if getattr(self.case.applicable, flag)]
+        domain = self.case.domain
+        self.config.stash[session_key].markers.add(
+            self, marks, lambda name: f"ImageTime items of domain {domain}")
+
+    def base_record(self) -> ItemRecord:
+        case, run = self.case, self.run
+        return ItemRecord(
+            key=f"{case.id}[{with_setting(run.model.name, run.setting, run.grid)}]",
+            case_id=case.id,
+            case_file=Path(case.source).name, domain=case.domain, subcategory=case.subcategory,
+            concept=case.concept, difficulty=case.difficulty, variant=case.variant,
+            probed_levels=case.levels, constraint=case.applicable.constraint,
+            model=run.model.name, judge=run.judge.name, setting=run.setting,
+            run_dir=str(run.paths.run_dir), image=str(run.paths.image(case.id)),
+            case_sha256=case.spec_hash,
+        )
+
+    def job(self) -> Job:
+        if self._job is None:  # asked for when the pipeline is planned, and again at setup
+            self._job = Job(self.nodeid, self.run, self.case, self.base_record())
+        return self._job
+
+    def setup(self) -> None:
+        session: ImagetimeSession = self.config.stash[session_key]
+        if not self.run.judged:
+            result = session.result_for(self)
+            assert isinstance(result, Sheet)
+            self.sheet = result
+            return
+        base = self.job().base
+        try:
+            result = session.result_for(self)
+        except ItemError as exc:
+            self._set_record(base.with_status("error", str(exc)))
+            raise
+        except BaseException:  # still reported, as an error of this case
+            self._set_record(base)
+            raise
+        assert isinstance(result, ItemOutcome)
+        self.outcome = result
+        self._set_record(result.record)
+
+    def _set_record(self, record: ItemRecord) -> None:
+        self._record = record
+
+    def teardown(self) -> None:
+        # The record travels in user_properties, set here so that only the teardown report
+        # carries them (pytest copies them into every report, and xdist sends each one);
+        # what it was made from (the judgment, its raw answer, the caps) is let go.
+        if self._record is not None:
+            kept = [(k, v) for k, v in self.user_properties if not k.startswith("imagetime.")]
+            kept.extend(self._record.to_properties())
+            self.user_properties[:] = kept
+            self._record = None
+        self.outcome = None
+        self.sheet = None
+        self._job = None
+
+    def runtest(self) -> None:
+        if self.sheet is not None:  # a dense grid: one square image is all it must be
+            width, height = self.sheet.image.size
+            if width != height:
+                raise ConditionsNotMet(f"{self.case.id}: the dense grid is {width}x{height}, "
+                                       f"not square")
+            return
+        assert self.outcome is not None
+        threshold = self.config.stash[session_key].options.pass_threshold
+        unmet = unmet_conditions(self.case, self.outcome, threshold)
+        for extra in self.config.hook.pytest_imagetime_item_conditions(
+                case=self.case, outcome=self.outcome, config=self.config):
+            unmet.extend(extra or [])
+        if unmet:
+            raise ConditionsNotMet(explain(self.case, self.outcome, unmet))
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, (ConditionsNotMet, ItemError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = None if self.case.line is None else self.case.line - 1
+        return self.path, line, f"{self.case.id} [{self.run.model.name}]"

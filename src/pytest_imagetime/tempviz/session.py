@@ -1,0 +1,423 @@
+"""An active TempViz session: collection of the prompt tables, the item, and the reports.
+
+With ``--imagetime-suite=tempviz --imagetime-tempviz-data=DIR`` and one or more
+``--imagetime-model``, every row of ``DIR/<Category>.csv`` becomes one item per model. The
+item's setup draws the image and asks the three questions (an error when the model or the
+judge fails); the call passes when all three answers are yes. Workers under xdist run items;
+only the controller writes reports.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+from ..inventory import slug
+from ..markers import Markers
+from ..models.base import ImageModel
+from ..options import Options
+from ..pipeline import CostBudget
+from ..registry import MODELS, UnknownBackend
+from ..runner import ItemError, now
+from ..scheduling import shard_cases
+from ..sheet_prompts import SHEET
+from .examples import Examples, ExamplesError, load_examples
+from .judge import TempvizJudge
+from .lookahead import Lookahead
+from .options import CATEGORIES, STYLES
+from .prompts import (
+    KNOWN_DIFFICULTIES,
+    KNOWN_PROMPT_CATEGORIES,
+    QUESTION_NAMES,
+    Prompt,
+    TempvizDataError,
+    category_of,
+    check_directory,
+    load_table,
+)
+from .record import TempvizRecord
+from .report import build_report, summary_lines, write_answers, write_report
+from .runner import Outcome, TempvizRun, run_item, run_paths, stored_outcome_exists
+
+PLUGIN_NAME = "imagetime-tempviz-session"
+session_key = pytest.StashKey["TempvizSession"]()
+
+
+def _raw(config: pytest.Config, name: str) -> str | None:
+    dest = "imagetime_" + name.replace("-", "_")
+    value = config.getoption(dest) or config.getini(dest)
+    return str(value) if value else None
+
+
+def _path(config: pytest.Config, raw: str) -> Path:
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else config.invocation_params.dir / path
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    style: str
+    examples: Examples | None
+
+
+def parse_settings(config: pytest.Config) -> Settings:
+    raw = _raw(config, "tempviz-data")
+    if raw is None:
+        raise pytest.UsageError("--imagetime-suite=tempviz needs the prompt tables: "
+                                "--imagetime-tempviz-data=DIR (the directory holding "
+                                f"{', '.join(c + '.csv' for c in CATEGORIES)})")
+    data_dir = _path(config, raw)
+    try:
+        check_directory(data_dir)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--imagetime-tempviz-data={raw}: {exc}") from None
+    style = _raw(config, "tempviz-style") or "simple"
+    if style not in STYLES:
+        raise pytest.UsageError(f"--imagetime-tempviz-style={style}: use "
+                                f"{' or '.join(STYLES)}")
+    examples_raw = _raw(config, "tempviz-examples")
+    examples = None
+    if examples_raw is not None:
+        try:
+            examples = load_examples(_path(config, examples_raw), data_dir, style)
+        except ExamplesError as exc:
+            raise pytest.UsageError(f"--imagetime-tempviz-examples={examples_raw}: {exc}"
+                                    ) from None
+    return Settings(data_dir, style, examples)
+
+
+def _unsupported(options: Options) -> list[str]:
+    """ImageTime options that mean nothing for TempViz: refused rather than ignored."""
+    given = {
+        "--imagetime-setting": options.setting != "prompt-only",
+        "--imagetime-grid": options.grid != SHEET,
+        "--imagetime-reference-dir": options.reference_dir is not None,
+        "--imagetime-reference-model": options.reference_model is not None,
+        "--imagetime-baseline": options.baseline is not None,
+        "--imagetime-max-drop": bool(options.max_drop),
+        "--imagetime-min": bool(options.floors),
+        "--imagetime-update-baseline": options.update_baseline,
+        "--imagetime-judge-repeats": options.judge_repeats != 1,
+        "--imagetime-canaries": options.canaries,
+    }
+    return [name for name, used in given.items() if used]
+
+
+def _judge(options: Options, settings: Settings) -> TempvizJudge:
+    name, _, model = options.judge.partition(":")
+    if name != "vlm":
+        raise pytest.UsageError(f"--imagetime-judge={options.judge}: the TempViz suite asks "
+                                "its questions with a vision-language model: use vlm or "
+                                "vlm:MODEL, and --imagetime-tempviz-style for the prompting")
+    try:
+        return TempvizJudge(options.judge_options, settings.style, settings.examples,
+                            model or None)
+    except (ImportError, ValueError) as exc:
+        raise pytest.UsageError(f"--imagetime-judge={options.judge}: {exc}") from None
+
+
+def start(config: pytest.Config, options: Options) -> None:
+    """Set up the session of a run with ``--imagetime-suite=tempviz``."""
+    unsupported = _unsupported(options)
+    if unsupported:
+        raise pytest.UsageError(f"--imagetime-suite=tempviz: {', '.join(unsupported)} "
+                                "belong to the ImageTime suite and do not apply here")
+    if not options.models:
+        raise pytest.UsageError("--imagetime-suite=tempviz: give the image model(s) to test "
+                                "with --imagetime-model (e.g. procedural, files:DIR, "
+                                "openai-images, flux-dev)")
+    settings = parse_settings(config)
+    if options.dry_run:  # a dry run only counts: no workers to start
+        config.option.dist = "no"
+        config.option.numprocesses = None
+    _register_markers(config)
+    session = TempvizSession(config, options, settings)
+    config.stash[session_key] = session
+    config.pluginmanager.register(session, PLUGIN_NAME)
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # No paths given: a TempViz run collects the tables and nothing else.
+        config.args = [str(settings.data_dir)]
+
+
+def _register_markers(config: pytest.Config) -> None:
+    lines = ["tempviz: a TempViz item"]
+    lines += [f"tempviz_{slug(c)}: TempViz items of category {c}" for c in CATEGORIES]
+    lines += [f"tempviz_{slug(p)}: TempViz items of prompt category {p}"
+              for p in KNOWN_PROMPT_CATEGORIES if slug(p) != "maps"]
+    lines += [f"tempviz_difficulty_{d}: TempViz items of difficulty {d}"
+              for d in KNOWN_DIFFICULTIES]
+    for line in lines:
+        config.addinivalue_line("markers", line)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _model(spec: str, options: Options) -> ImageModel:
+    try:
+        model: ImageModel = MODELS.create(spec, options=options.model_options)
+    except (UnknownBackend, ValueError, ImportError) as exc:
+        raise pytest.UsageError(f"--imagetime-model={spec}: {exc}") from None
+    return model
+
+
+class TempvizSession:
+    """Run state of one pytest process: backends, the look-ahead, and on the controller the
+    results."""
+
+    def __init__(self, config: pytest.Config, options: Options, settings: Settings) -> None:
+        self.config = config
+        self.options = options
+        self.settings = settings
+        self.judge = _judge(options, settings)
+        workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+        if options.max_cost is not None and not self.judge.priced:
+            raise pytest.UsageError(
+                f"--imagetime-max-cost needs the judge's price, and none is known for "
+                f"{self.judge.model!r}: give --imagetime-judge-price=IN,OUT (USD per 1M "
+                "tokens)")
+        budget = CostBudget(None if options.max_cost is None else options.max_cost / workers)
+        self.runs: dict[str, TempvizRun] = {}
+        for spec in options.models:
+            model = _model(spec, options)
+            self.runs[spec] = TempvizRun(
+                model=model, judge=self.judge,
+                paths=run_paths(options.out, model.name, self.judge.name), size=options.size,
+                seed=options.seed, regenerate=options.regenerate, rejudge=options.rejudge,
+                budget=budget)
+        self.junit = options.junit
+        if _raw(config, "junit") is None:
+            # Not the ImageTime suite's file: both suites may share an output directory.
+            self.junit = options.out / "tempviz-junit.xml"
+        self.lookahead: Lookahead[Outcome] = Lookahead(options.judge_options.concurrency)
+        self.markers = Markers(config)
+        self._outcomes: dict[str, tuple[str, str]] = {}
+        self.records: dict[str, list[TempvizRecord]] = {}
+        self.messages: dict[str, str] = {}
+        self.reports: list[tuple[Path, dict[str, Any]]] = []
+
+    # ------------------------------------------------------------ collection
+
+    def pytest_collect_file(self, file_path: Path,
+                            parent: pytest.Collector) -> pytest.Collector | None:
+        if category_of(file_path) is None:
+            return None
+        if file_path.parent.resolve() != self.settings.data_dir.resolve():
+            return None
+        return TempvizFile.from_parent(parent, path=file_path)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        if self.options.shard is not None:
+            kept = shard_cases([i.prompt.id for i in items if isinstance(i, TempvizItem)],
+                               self.options.shard)
+            others = [i for i in items if isinstance(i, TempvizItem)
+                      and i.prompt.id not in kept]
+            if others:
+                config.hook.pytest_deselected(items=others)
+                items[:] = [i for i in items if not isinstance(i, TempvizItem)
+                            or i.prompt.id in kept]
+        if self.options.dry_run:
+            self._dry_run(config, items)
+
+    def _dry_run(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        ours = [i for i in items if isinstance(i, TempvizItem)]
+        done = sum(stored_outcome_exists(i.run, i.prompt) for i in ours)
+        todo = len(ours) - done
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "TempViz dry run")
+            reporter.write_line(f"{len(ours)} items: {done} answered and stored, {todo} to "
+                                f"draw or judge ({3 * todo} judge calls, judge "
+                                f"{self.judge.model}, {self.judge.style}, "
+                                f"{self.judge.shots}-shot)")
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = []
+
+    def plan_from(self, first: TempvizItem) -> None:
+        """Start working ahead on this process's items, from ``first`` on, in order.
+        A worker under xdist does not know its items ahead: it runs each in turn."""
+        if self.lookahead.planned or _is_xdist_worker(self.config):
+            return
+        items = [i for i in first.session.items if isinstance(i, TempvizItem)]
+        start = items.index(first)
+        self.lookahead.plan([(i.nodeid, i.job) for i in items[start:]])
+
+    # ------------------------------------------------------------ results (controller)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report: pytest.TestReport = yield
+        if call.when == "setup" and call.excinfo is not None \
+                and call.excinfo.errisinstance(ItemError):
+            report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if _is_xdist_worker(self.config):
+            return
+        if report.when == "setup" and report.failed:
+            self._outcomes[report.nodeid] = ("error", report.longreprtext)
+        elif report.when == "call":
+            self._outcomes[report.nodeid] = ("passed" if report.passed else "failed",
+                                             report.longreprtext)
+        elif report.when == "teardown":
+            self._finish_item(report)
+
+    def _finish_item(self, report: pytest.TestReport) -> None:
+        outcome = self._outcomes.pop(report.nodeid, None)
+        record = TempvizRecord.from_properties(report.user_properties)
+        if outcome is None or record is None:
+            return  # skipped, or not a TempViz item
+        status, text = outcome
+        if status == "error":
+            record = record.with_status("error", record.error or _last_line(text)
+                                        or "setup failed")
+        else:
+            record = record.with_status(status)
+        self.records.setdefault(record.run_dir, []).append(record)
+        if text:
+            self.messages[record.key] = text
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.lookahead.close()
+        if _is_xdist_worker(self.config):
+            return
+        created = now()
+        for run in self.runs.values():
+            records = self.records.get(str(run.paths.run_dir))
+            if not records:
+                continue
+            report = build_report(self._manifest(run), records, created)
+            write_report(run.paths.report, report)
+            write_answers(run.paths.run_dir / "answers.csv", records)
+            self.reports.append((run.paths.report, report))
+        if self.options.html is not None and self.reports:
+            from .html import write_html
+
+            write_html([r for _, r in self.reports], self.options.html)
+        all_records = [r for rs in self.records.values() for r in rs]
+        if self.junit is not None and all_records:
+            from .junit import write_junit
+
+            write_junit(self.junit, all_records, self.messages)
+
+    def _manifest(self, run: TempvizRun) -> dict[str, Any]:
+        examples = self.settings.examples
+        return {
+            "suite": "tempviz",
+            "model": {"spec": run.model.name, "config": dict(run.model.config())},
+            "judge": {"name": run.judge.name, "style": run.judge.style,
+                      "shots": run.judge.shots, "config": dict(run.judge.config())},
+            "size": run.size, "seed": run.seed, "data_dir": str(self.settings.data_dir),
+            "run_dir": str(run.paths.run_dir), "questions": dict(QUESTION_NAMES),
+            "examples": None if examples is None else {
+                "path": str(examples.path), "sha256": examples.sha256,
+                "counts": examples.counts()},
+            "shard": None if self.options.shard is None else "{}/{}".format(*self.options.shard),
+        }
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if _is_xdist_worker(self.config) or not self.reports:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "TempViz summary (accuracy: share of yes)")
+        for line in summary_lines([report for _, report in self.reports]):
+            tr.write_line(line)
+        for path, _ in self.reports:
+            tr.write_line(f"report: {path}")
+            tr.write_line(f"answers: {path.parent / 'answers.csv'}")
+        if self.junit is not None:
+            tr.write_line(f"junit: {self.junit}")
+        if self.options.html is not None:
+            tr.write_line(f"html: {self.options.html / 'index.html'}")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class TempvizFile(pytest.File):
+    """One category table: one item per row and model."""
+
+    def collect(self) -> Iterator[TempvizItem]:
+        session: TempvizSession = self.config.stash[session_key]
+        for prompt in load_table(self.path, display=self.nodeid or self.path.name):
+            for spec, run in session.runs.items():
+                yield TempvizItem.from_parent(self, name=f"{prompt.id}[{spec}]",
+                                              prompt=prompt, run=run)
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, TempvizDataError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class NotAllYes(AssertionError):
+    """The judge answered, and not every answer is yes: a test failure, not an error."""
+
+
+class TempvizItem(pytest.Item):
+    """One prompt x model: setup draws and judges, the call asserts three yeses."""
+
+    def __init__(self, *, prompt: Prompt, run: TempvizRun, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.prompt = prompt
+        self.run = run
+        self.outcome: Outcome | None = None
+        self.job = functools.partial(run_item, run, prompt)
+        # Prompt categories and difficulties come from the data.
+        self.config.stash[session_key].markers.add(
+            self, prompt.markers(), lambda name: f"TempViz items ({name[8:]})")
+
+    def setup(self) -> None:
+        session: TempvizSession = self.config.stash[session_key]
+        session.plan_from(self)
+        base = self.run.base_record(self.prompt)
+        self.user_properties.extend(base.to_properties())
+        try:
+            self.outcome = session.lookahead.result(self.nodeid, self.job)
+        except ItemError as exc:
+            self._set_record(base.with_status("error", str(exc)))
+            raise
+        self._set_record(self.outcome.record)
+
+    def _set_record(self, record: TempvizRecord) -> None:
+        kept = [(k, v) for k, v in self.user_properties if not k.startswith("tempviz.")]
+        self.user_properties[:] = [*kept, *record.to_properties()]
+
+    def runtest(self) -> None:
+        assert self.outcome is not None
+        record = self.outcome.record
+        if all(v == "yes" for v in record.answers.values()):
+            return
+        lines = [f"{self.prompt.id} [{self.run.model.name}]: not every answer is yes",
+                 f"  prompt: {self.prompt.prompt}"]
+        for question, name in QUESTION_NAMES.items():
+            answer = self.outcome.answers[question]
+            why = f" ({answer.analysis})" if answer.analysis and answer.answer == "no" else ""
+            lines.append(f"  {question.upper()} {name}: {answer.answer}{why}")
+        raise NotAllYes("\n".join(lines))
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, (NotAllYes, ItemError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, self.prompt.line - 1, f"{self.prompt.id} [{self.run.model.name}]"
