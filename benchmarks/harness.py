@@ -4,6 +4,8 @@ Times whole pytest subprocesses (median of ``--repeat`` runs, min-max spread) an
 beside each figure, its target and PASS or MISS:
 
 1. collection of the case set against plain pytest collecting as many parametrized tests;
+   beside it, for information, what the plugin costs a session that does not use it (the same
+   plain collection with the plugin loaded, as an environment that installs it has it);
 2. a full run with a model and a judge that cost nothing (the ``files`` model over sheets
    an earlier run made, with their records, so their pixel facts are known; the ``replay``
    judge over their judgments) against as many plain tests that each write one 256x256 PNG;
@@ -55,6 +57,8 @@ GNU_TIME = Path("/usr/bin/time")
 IMAGETIME = ("--imagetime-model=procedural", "--imagetime-judge=pixel")
 RUN = (*IMAGETIME, "--imagetime-size=256")
 REPORT = Path("reports/procedural/pixel/report.json")
+# Plain pytest is plain: the baselines run without this package's entry points.
+WITHOUT_PLUGIN = ("-p", "no:imagetime", "-p", "no:imagetime-tempviz")
 
 PLAIN_COLLECT = """\
 import pytest
@@ -215,15 +219,17 @@ class Bench:
         path.mkdir()
         return path
 
-    def plain(self, name: str, *args: str) -> Sample:
+    def plain(self, name: str, *args: str, plugin: bool = False) -> Sample:
         shutil.rmtree(self.root / name / "png", ignore_errors=True)
-        return pytest_run([*args, "test_plain.py"], self.root / name)
+        return pytest_run([*(() if plugin else WITHOUT_PLUGIN), *args, "test_plain.py"],
+                          self.root / name)
 
 
 @dataclass
 class Results:
     collect: Series = field(default_factory=Series)
     plain_collect: Series = field(default_factory=Series)
+    unused_collect: Series = field(default_factory=Series)
     free: Series = field(default_factory=Series)
     bare: Series = field(default_factory=Series)
     full: Series = field(default_factory=Series)
@@ -240,6 +246,7 @@ def repetition(bench: Bench, res: Results) -> None:
     cases = bench.case_args
     res.collect.add(pytest_run(["--collect-only", *IMAGETIME, *cases], bench.fresh("collect")))
     res.plain_collect.add(bench.plain("plain_collect", "--collect-only"))
+    res.unused_collect.add(bench.plain("plain_collect", "--collect-only", plugin=True))
     res.free.add(pytest_run(bench.free_args, bench.fresh("free")))
     res.plain_run.add(bench.plain("plain_run"))
     res.bare.add(pytest_run(bench.bare_args, bench.fresh("bare_run")))
@@ -273,6 +280,11 @@ def print_table(bench: Bench, res: Results, repeat: int, found: Overlap | None) 
     print(f"{'figure':<22} {'imagetime':<32} {'baseline':<32} {'ratio':>7}  target")
     print(row("1 collection", res.collect.time_text(), res.plain_collect.time_text(),
               res.collect.time() / res.plain_collect.time(), 1.5, True))
+    unused = res.unused_collect.time() - res.plain_collect.time()
+    print(f"{'  installed, unused':<22} {res.unused_collect.time_text():<32} "
+          f"{res.plain_collect.time_text():<32} "
+          f"{res.unused_collect.time() / res.plain_collect.time():6.2f}x  (information: the "
+          f"plugin loaded in a session without a model, {unused * 1000:+.0f} ms)")
     print(row("2 files+replay vs plain", res.free.time_text(), res.plain_run.time_text(),
               res.free.time() / res.plain_run.time(), 2.0, True))
     for label, series, what in (("  files, bare PNGs", res.bare, "measures pixel facts"),
@@ -296,9 +308,9 @@ def print_table(bench: Bench, res: Results, repeat: int, found: Overlap | None) 
     judged = max(j for _, j in res.resumed_counts)
     ok = "PASS" if generated == judged == 0 else "MISS"
     print(f"\nresume report: {generated} generated, {judged} judged (expected 0, 0) {ok}")
-    print("baselines: 1 plain parametrized collection, 2 plain tests writing a 256 px PNG, "
-          "3 the collection, 4 the procedural run of a tenth of the cases, 5 the procedural "
-          "run without -n")
+    print("baselines: 1 plain pytest (without this plugin) collecting parametrized tests, "
+          "2 plain pytest running tests that write a 256 px PNG, 3 the collection, 4 the "
+          "procedural run of a tenth of the cases, 5 the procedural run without -n")
 
 
 def judge_row(found: Overlap) -> str:
