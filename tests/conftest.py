@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
+
 import pytest
 
 # The plugin imports its session (and with it numpy) only when a run asks for a model. An
@@ -9,6 +14,12 @@ import pytest_imagetime.session
 import pytest_imagetime.tempviz.session  # noqa: F401
 from pytest_imagetime.cases import Case
 from tests.builders import make_case
+
+# Parsed case files are kept in a folder of this test session (and of the pytest processes its
+# tests start), not in the user's cache.
+_CACHE = tempfile.mkdtemp(prefix="imagetime-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+os.environ["IMAGETIME_CACHE_DIR"] = _CACHE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
+from . import case_cache
 from .rubric import LEVEL_KEYS, Applicability
 from .schemacheck import Check, UnsupportedSchema, compile_check
 
@@ -257,32 +258,49 @@ def _to_plain(node: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> Any
     return scalars.construct_object(node)
 
 
+def _parse(text: str) -> tuple[Any, _Lines] | None:
+    """The file's plain data and its lines; None for an empty file; raises
+    yaml.MarkedYAMLError."""
+    node = yaml.compose(text, Loader=_Loader)
+    if node is None:
+        return None
+    scalars = yaml.constructor.SafeConstructor()
+    return _to_plain(node, scalars), _Lines(_case_lines(node, scalars), lambda: node)
+
+
+def _case_lines(root: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> list[int] | None:
+    """The line of each case, read straight off the nodes."""
+    lines = None
+    if isinstance(root, yaml.MappingNode):
+        for key_node, value_node in root.value:  # the last 'cases' wins, as in the data
+            key = (key_node.value if key_node.tag == _STR_TAG
+                   and isinstance(key_node, yaml.ScalarNode)
+                   else str(scalars.construct_object(key_node)))
+            if key == "cases":
+                lines = ([n.start_mark.line + 1 for n in value_node.value]
+                         if isinstance(value_node, yaml.SequenceNode) else None)
+    return lines
+
+
 class _Lines:
     """The line of a data path, as _line_of finds it in _to_data's map. A valid file only
-    asks for the line of each case, read straight off the nodes; the full map is built the
-    first time anything else is asked, that is when there is a problem to locate."""
+    asks for the line of each case; the full map is built the first time anything else is
+    asked, that is when there is a problem to locate."""
 
-    def __init__(self, root: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> None:
+    def __init__(self, cases: list[int] | None, root: Callable[[], yaml.Node | None]) -> None:
+        self.cases = cases
         self._root = root
-        self._scalars = scalars
         self._map: Located | None = None
-        self._cases: list[int] | None = None
-        if isinstance(root, yaml.MappingNode):
-            for key_node, value_node in root.value:  # the last 'cases' wins, as in the data
-                key = (key_node.value if key_node.tag == _STR_TAG
-                       and isinstance(key_node, yaml.ScalarNode)
-                       else str(scalars.construct_object(key_node)))
-                if key == "cases":
-                    self._cases = ([n.start_mark.line + 1 for n in value_node.value]
-                                   if isinstance(value_node, yaml.SequenceNode) else None)
 
     def __call__(self, where: Sequence[str | int]) -> int | None:
-        if (self._cases is not None and len(where) == 2 and where[0] == "cases"
-                and type(where[1]) is int and 0 <= where[1] < len(self._cases)):
-            return self._cases[where[1]]
+        if (self.cases is not None and len(where) == 2 and where[0] == "cases"
+                and type(where[1]) is int and 0 <= where[1] < len(self.cases)):
+            return self.cases[where[1]]
         if self._map is None:
             self._map = {}
-            _to_data(self._root, (), self._map, self._scalars)
+            root = self._root()
+            if root is not None:
+                _to_data(root, (), self._map, yaml.constructor.SafeConstructor())
         return _line_of(self._map, where)
 
 
@@ -345,20 +363,22 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem]]:
+    kept = case_cache.load(text)
+    if kept is not None:
+        return _from_cache(text, shown, kept)
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        parsed = _parse(text)
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         return (), [Problem(shown, f"not valid YAML: {exc.problem or exc}", line=line)]
-    if node is None:
+    if parsed is None:
         return (), [Problem(shown, f"empty file; a case file starts with "
                                    f"'imagetime: {CASE_FORMAT}'")]
-    scalars = yaml.constructor.SafeConstructor()
-    data = _to_plain(node, scalars)
-    lines = _Lines(node, scalars)
+    data, lines = parsed
     problems: list[Problem] = []
     check = _fast_check()
-    if check is None or not (isinstance(data, dict) and "imagetime" in data and check(data)):
+    valid = check is not None and isinstance(data, dict) and "imagetime" in data and check(data)
+    if not valid:
         problems.extend(_schema_problems(data, shown, lines))
         if problems:
             return (), problems
@@ -370,7 +390,23 @@ def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem
     for i, case in enumerate(cases):
         problems.extend(case_problems(case, shown, lambda f, i=i: lines(("cases", i, *f))))
     problems.extend(duplicate_id_problems(cases))
+    if valid:  # jsonschema's messages (on invalid files) depend on its version: not kept
+        case_cache.store(text, (data, lines.cases, [
+            (p.message, p.line, p.case_id, p.field, p.severity) for p in problems]))
     return cases, problems
+
+
+def _from_cache(text: str, shown: str, kept: case_cache.Kept) -> tuple[tuple[Case, ...],
+                                                                       list[Problem]]:
+    """What _inspect_text found in this text before, with ``shown`` as the path: the checks
+    are not run again (the cache key covers their code)."""
+    data, case_lines, found = kept
+    lines = _Lines(case_lines, lambda: yaml.compose(text, Loader=_Loader))
+    cases = tuple(_build_case(raw, data.get("domain"), shown, lines, i)
+                  for i, raw in enumerate(data["cases"]))
+    return cases, [Problem(shown, message, line, case_id, name,
+                           "warning" if severity == "warning" else "error")
+                   for message, line, case_id, name, severity in found]
 
 
 def _schema_problems(data: Any, shown: str,

@@ -1,0 +1,119 @@
+"""Checked case files, kept so that collecting the cases does not parse and check the same
+YAML again.
+
+libyaml takes about 0.3 s to parse the 22 packaged case files, and the checks 0.06 s more, in
+every process that collects them: each run, each xdist worker, each resume, each lint. What a
+valid text gave (its plain data, the line of each case, the problems the checks found) is
+kept under the SHA-256 of the text and of the code that parses and checks it, so an edited
+file, or a new version of the checks, is parsed and checked afresh: nothing can go stale.
+Files the schema rejects are not kept (they are being fixed, and their messages come from
+jsonschema).
+
+Where: ``$IMAGETIME_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-imagetime``, else
+``~/.cache/pytest-imagetime``; ``IMAGETIME_CACHE_DIR=off`` turns the cache off. Entries are
+``marshal`` data of plain values, as Python's own bytecode cache, so the directory must be
+one only its user writes (as ``__pycache__``). The cache only saves time: an entry that
+cannot be read is parsed again and rewritten, a directory that cannot be written is not used.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import marshal
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+FORMAT = 1  # of what is kept; old entries are never looked up again, and are pruned
+MAX_ENTRIES = 256  # a few versions of every case file a machine has
+SUFFIX = ".parsed"
+OFF = ("", "off", "none")
+# What decides the data, lines and problems of a text, besides PyYAML.
+CODE = ("cases.py", "case_cache.py", "rubric.py", "schemacheck.py", "schemas/cases.schema.json")
+
+Found = tuple[str, int | None, str | None, str | None, str]  # a problem, less its path
+Kept = tuple[Any, list[int] | None, list[Found]]  # plain data, line of each case, problems
+
+
+def cache_dir() -> Path | None:
+    """The directory of parsed case files; None when the cache is off."""
+    configured = os.environ.get("IMAGETIME_CACHE_DIR")
+    if configured is not None:
+        if configured.strip().lower() in OFF:
+            return None
+        return Path(configured).expanduser() / "cases"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "pytest-imagetime" / "cases"
+
+
+@functools.cache
+def _code_digest() -> str:
+    here = Path(__file__).parent
+    digest = hashlib.sha256(
+        f"{FORMAT}:{yaml.__version__}:{marshal.version}:{sys.version_info[:2]}".encode())
+    for name in CODE:
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _entry(folder: Path, text: str) -> Path:
+    digest = hashlib.sha256(f"{_code_digest()}\n{text}".encode()).hexdigest()
+    return folder / f"{digest[:40]}{SUFFIX}"
+
+
+def load(text: str) -> Kept | None:
+    """What was kept for ``text``; None when nothing was (or it cannot be read)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        kept = marshal.loads(_entry(folder, text).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], dict)
+            and (kept[1] is None or isinstance(kept[1], list)) and isinstance(kept[2], list)):
+        return None
+    return cast(Kept, kept)
+
+
+def store(text: str, kept: Kept) -> None:
+    """Keep what ``text`` gave; does nothing when it cannot (no directory, a value marshal
+    does not take, such as a YAML timestamp)."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    try:
+        payload = marshal.dumps(kept)
+    except ValueError:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(payload)
+            os.replace(tmp, _entry(folder, text))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _prune(folder)
+    except OSError:
+        return
+
+
+def _prune(folder: Path) -> None:
+    """Drop the oldest entries beyond MAX_ENTRIES (only after a store, so rarely)."""
+    entries = []
+    for path in folder.glob(f"*{SUFFIX}"):
+        try:
+            entries.append((path.stat().st_mtime_ns, path))
+        except OSError:
+            continue
+    entries.sort()
+    for _mtime, path in entries[:max(0, len(entries) - MAX_ENTRIES)]:
+        path.unlink(missing_ok=True)
