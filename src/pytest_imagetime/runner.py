@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
@@ -28,8 +28,7 @@ from .references import Reference, ReferenceError, References
 from .repeats import combine
 from .rubric import RUBRIC_VERSION, Setting
 from .scoring import ItemScores, score_item
-from .sheet import geometry
-from .sheet import metrics as pixel_metrics
+from .sheet import METRICS_VERSION, geometry
 from .sheet_prompts import SHEET, sheet_prompt
 from .store import (
     RunPaths,
@@ -42,6 +41,9 @@ from .store import (
     store_image,
     store_judgment,
 )
+
+if TYPE_CHECKING:  # numpy is imported at the first sheet measured (see _analyze)
+    from .sheet.metrics import SheetMetrics
 
 IMAGE_RECORD_FORMAT = "imagetime-image/1"
 JUDGMENT_RECORD_FORMAT = "imagetime-judgment/1"
@@ -172,7 +174,7 @@ class Sheet:
     def __init__(self, image: Image.Image | None, sha256: str, record: Mapping[str, Any],
                  generated: bool, reference: Reference | None = None, *,
                  stored: StoredSheet | None = None,
-                 metrics: pixel_metrics.SheetMetrics | None = None) -> None:
+                 metrics: SheetMetrics | None = None) -> None:
         if image is None and stored is None:
             raise ValueError("a sheet needs its image or its file")
         self._image = image
@@ -337,7 +339,7 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     elif _current(generated.facts):  # layout facts are about 2x2 sheets
         record["pixel_metrics"] = dict(generated.facts or {})
     else:
-        metrics = pixel_metrics.analyze(image)
+        metrics = _analyze(image)
         record["pixel_metrics"] = _facts(metrics)
     if item.reference is not None:
         record["reference"] = {"sha256": item.reference.sha256,
@@ -412,15 +414,22 @@ def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
     return judgment, True
 
 
-def _facts(measured: pixel_metrics.SheetMetrics) -> dict[str, Any]:
+def _analyze(image: Image.Image) -> SheetMetrics:
+    # Imported at the first sheet measured: a run that only collects never loads numpy.
+    from .sheet.metrics import analyze
+
+    return analyze(image)
+
+
+def _facts(measured: SheetMetrics) -> dict[str, Any]:
     """The layout facts measured on every sheet, whatever the judge; kept in its record."""
-    return {"version": pixel_metrics.METRICS_VERSION,
+    return {"version": METRICS_VERSION,
             "implied_labels": list(measured.implied_labels()), "values": measured.to_json()}
 
 
 def _current(facts: object) -> bool:
     """Whether stored pixel facts are this version's (others are measured again)."""
-    return (isinstance(facts, Mapping) and facts.get("version") == pixel_metrics.METRICS_VERSION
+    return (isinstance(facts, Mapping) and facts.get("version") == METRICS_VERSION
             and isinstance(facts.get("implied_labels"), list)
             and isinstance(facts.get("values"), dict))
 
@@ -431,7 +440,7 @@ def pixel_labels(sheet: Sheet) -> tuple[str, ...]:
         return sheet.metrics.implied_labels()
     facts = sheet.record.get("pixel_metrics")
     if not _current(facts):
-        sheet.metrics = pixel_metrics.analyze(sheet.image)
+        sheet.metrics = _analyze(sheet.image)
         return sheet.metrics.implied_labels()
     assert isinstance(facts, Mapping)
     return tuple(str(label) for label in facts["implied_labels"])

@@ -11,12 +11,15 @@ import math
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..judgment import Judgment
 from ..rubric import ALL_DIMS, RUBRIC_VERSION, SCORE_MAX, SCORE_MIN
-from ..sheet.metrics import METRICS_VERSION, SheetMetrics, analyze
+from ..sheet import METRICS_VERSION
 from .base import SheetToJudge
+
+if TYPE_CHECKING:  # numpy is imported at the first sheet judged, not when a run collects
+    from ..sheet.metrics import SheetMetrics
 
 JUDGE_NAME = "pixel"
 JUDGE_MODEL = f"pixel-metrics/{METRICS_VERSION}"
@@ -170,7 +173,12 @@ class PixelJudge:
 
     def judge(self, *, sheet: SheetToJudge) -> Judgment:
         started = time.perf_counter()
-        metrics = sheet.metrics if sheet.metrics is not None else analyze(sheet.image)
+        if sheet.metrics is not None:
+            metrics = sheet.metrics
+        else:
+            from ..sheet.metrics import analyze
+
+            metrics = analyze(sheet.image)
         labels = metrics.implied_labels()
         scored = pixel_scores(metrics)
         scores: dict[str, int | None] = {dim: scored.get(dim) for dim in ALL_DIMS}

@@ -18,14 +18,16 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from ..cases import Case
 from ..sheet.geometry import STAGE_ORDER, WHITE, Box, compose, gutter_width, panel_boxes
 from .base import Generated, GenerationRequest, ModelError
+
+if TYPE_CHECKING:  # numpy is imported at the first drawing: a run that only collects never loads it
+    import numpy as np
 
 VARIANTS: tuple[str, ...] = ("good", "copied", "shuffled", "collage", "three-panels", "blank")
 RENDERER_VERSION = "1"
@@ -144,6 +146,8 @@ class ProceduralModel:
 
 def plan_scene(case: Case, seed: int) -> Scene:
     """Colours from the names in the case, positions jittered by the (case, seed) hash."""
+    import numpy as np
+
     rng = _rng(case.id, seed)
     hue = _unit_hash(case.setup.scene)
     subject_name, target_name = _subject_and_target(case)
@@ -200,6 +204,8 @@ def _named_colour(text: str) -> RGB | None:
 
 
 def _rng(case_id: str, seed: int) -> np.random.Generator:
+    import numpy as np
+
     digest = hashlib.sha256(f"{case_id}\x00{seed}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:16], "big"))
 
@@ -263,6 +269,8 @@ def anchor_box(anchor: Anchor, frame_size: Size) -> Box:
 
 def draw_backdrop(scene: Scene, canvas: Size, frame_size: Size) -> Image.Image:
     """The part of a panel that never changes: wall, floor and anchors."""
+    import numpy as np
+
     frame = _Frame(*frame_size)
     width, height = canvas
     horizon = round(frame.y(HORIZON_Y))
@@ -291,6 +299,8 @@ def draw_stage(scene: Scene, backdrop: Image.Image, stage: int, frame_size: Size
 
 
 def _gradient(top: RGB, bottom: RGB, height: int, width: int) -> np.ndarray[Any, Any]:
+    import numpy as np
+
     t = np.linspace(0.0, 1.0, max(height, 1))[:height, None]
     rows = (1.0 - t) * np.array(top, float) + t * np.array(bottom, float)
     return np.repeat(np.rint(rows).astype(np.uint8)[:, None, :], width, axis=1)

@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 from PIL import Image
 
-METRICS_VERSION = "2"
+from . import METRICS_VERSION as METRICS_VERSION
 
 Array = NDArray[np.floating[Any]]
 
