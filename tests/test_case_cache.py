@@ -104,6 +104,14 @@ def test_the_cache_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert not list(tmp_path.rglob(f"*{case_cache.SUFFIX}"))
 
 
+def test_code_that_cannot_be_read_keeps_nothing(tmp_path: Path, cache: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(case_cache, "_code_digest", lambda: None)
+    path = write_case_file(tmp_path / "k.yaml", [case_dict()])
+    assert load_case_file(path) == load_case_file(path)
+    assert not _entries(cache)
+
+
 def test_the_default_folder_follows_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("IMAGETIME_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

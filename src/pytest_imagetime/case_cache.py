@@ -52,12 +52,16 @@ def cache_dir() -> Path | None:
 
 
 @functools.cache
-def _code_digest() -> str:
+def _code_digest() -> str | None:
+    """None when the code cannot be read (a zipped install, say): then nothing is kept."""
     here = Path(__file__).parent
     digest = hashlib.sha256(
         f"{FORMAT}:{yaml.__version__}:{marshal.version}:{sys.version_info[:2]}".encode())
-    for name in CODE:
-        digest.update((here / name).read_bytes())
+    try:
+        for name in CODE:
+            digest.update((here / name).read_bytes())
+    except OSError:
+        return None
     return digest.hexdigest()
 
 
@@ -66,9 +70,13 @@ def _entry(folder: Path, text: str) -> Path:
     return folder / f"{digest[:40]}{SUFFIX}"
 
 
+def _folder() -> Path | None:
+    return cache_dir() if _code_digest() is not None else None
+
+
 def load(text: str) -> Kept | None:
     """What was kept for ``text``; None when nothing was (or it cannot be read)."""
-    folder = cache_dir()
+    folder = _folder()
     if folder is None:
         return None
     try:
@@ -84,7 +92,7 @@ def load(text: str) -> Kept | None:
 def store(text: str, kept: Kept) -> None:
     """Keep what ``text`` gave; does nothing when it cannot (no directory, a value marshal
     does not take, such as a YAML timestamp)."""
-    folder = cache_dir()
+    folder = _folder()
     if folder is None:
         return
     try:
