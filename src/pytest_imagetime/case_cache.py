@@ -23,7 +23,6 @@ import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, cast
 
@@ -99,16 +98,10 @@ def store(text: str, kept: Kept) -> None:
         payload = marshal.dumps(kept)
     except ValueError:
         return
+    from .store import atomic_write_bytes  # here: only a miss writes (store imports PIL)
+
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-            os.replace(tmp, _entry(folder, text))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(_entry(folder, text), payload)
         _prune(folder)
     except OSError:
         return

@@ -297,7 +297,17 @@ def _grid(config: pytest.Config, setting: str) -> tuple[int, int]:
     return grid
 
 
+_PARSED = pytest.StashKey["Options"]()
+
+
 def parse_options(config: pytest.Config) -> Options:
+    """The session's options, parsed once (the ImageTime and TempViz plugins both ask)."""
+    if _PARSED not in config.stash:
+        config.stash[_PARSED] = _parse(config)
+    return config.stash[_PARSED]
+
+
+def _parse(config: pytest.Config) -> Options:
     raw_models = _raw(config, "model") or []
     models = tuple(dict.fromkeys(m.strip() for m in raw_models if m.strip()))
     setting = str(_raw(config, "setting") or "prompt-only")

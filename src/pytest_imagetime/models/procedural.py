@@ -146,8 +146,6 @@ class ProceduralModel:
 
 def plan_scene(case: Case, seed: int) -> Scene:
     """Colours from the names in the case, positions jittered by the (case, seed) hash."""
-    import numpy as np
-
     rng = _rng(case.id, seed)
     hue = _unit_hash(case.setup.scene)
     subject_name, target_name = _subject_and_target(case)
@@ -162,7 +160,7 @@ def plan_scene(case: Case, seed: int) -> Scene:
         anchors=_plan_anchors(case.entities.get("non_targets", ()), rng),
         subject_colour=_named_colour(subject_name) or _hsv(subject_hue, 0.75, 0.78),
         liquid_colour=_named_colour(target_name) or _hsv(liquid_hue, 0.70, 0.85),
-        subject_xs=tuple(float(x) for x in np.add(SUBJECT_XS, jitter)),
+        subject_xs=tuple(x + float(dx) for x, dx in zip(SUBJECT_XS, jitter, strict=True)),
         collage_spots=tuple((left + float(dx), top + float(dy), side)
                             for (left, top, side), (dx, dy)
                             in zip(COLLAGE_SPOTS, rng.uniform(-0.02, 0.02, (4, 2)), strict=True)),
