@@ -3,6 +3,9 @@ stale, and never in the way when it cannot be used."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import marshal
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,25 @@ def test_packaged_cases_are_the_same_cold_and_warm(cache: Path) -> None:
     assert warm == cold
     assert ([case.line for found, _ in warm for case in found]
             == [case.line for found, _ in cold for case in found])
+
+
+def test_kept_spec_hashes_are_the_ones_the_cases_hash_to(cache: Path) -> None:
+    path = sorted(builtin_cases_dir().glob("*.yaml"))[0]
+    cold = load_case_file(path)
+    warm = load_case_file(path)
+    assert all("spec_hash" in case.__dict__ for case in warm)  # kept, not computed
+    for kept, fresh in zip(warm, cold, strict=True):
+        computed = hashlib.sha256(json.dumps(fresh.spec(), sort_keys=True).encode()).hexdigest()
+        assert kept.spec_hash == fresh.spec_hash == computed
+
+
+def test_an_entry_of_another_shape_is_parsed_again(tmp_path: Path, cache: Path) -> None:
+    path = write_case_file(tmp_path / "one.yaml", [case_dict()])
+    expected = load_case_file(path)
+    entry = _entries(cache)[0]
+    entry.write_bytes(marshal.dumps(({"cases": []}, None, [])))  # the first format's shape
+    assert load_case_file(path) == expected
+    assert len(marshal.loads(entry.read_bytes())) == 4
 
 
 def test_problems_are_kept_with_their_lines_and_path(tmp_path: Path, cache: Path) -> None:
@@ -125,14 +147,14 @@ def test_old_entries_are_pruned(tmp_path: Path, cache: Path,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(case_cache, "MAX_ENTRIES", 3)
     for n in range(5):
-        case_cache.store(f"text {n}", ({"n": n}, None, []))
+        case_cache.store(f"text {n}", ({"n": n}, None, [], []))
     assert len(_entries(cache)) == 3
-    assert case_cache.load("text 4") == ({"n": 4}, None, [])
+    assert case_cache.load("text 4") == ({"n": 4}, None, [], [])
 
 
 def test_values_marshal_cannot_keep_are_not_kept(cache: Path) -> None:
     import datetime
 
-    case_cache.store("dated", ({"when": datetime.date(2026, 1, 1)}, None, []))
+    case_cache.store("dated", ({"when": datetime.date(2026, 1, 1)}, None, [], []))
     assert case_cache.load("dated") is None
     assert not _entries(cache)

@@ -15,7 +15,9 @@ from pytest_imagetime.cases import builtin_cases_dir
 from pytest_imagetime.cli import main
 from pytest_imagetime.gate import (
     GateSpecError,
+    INTERVAL_METHOD,
     confidence_intervals,
+    kept_intervals,
     paired_bootstrap,
     parse_thresholds,
 )
@@ -93,6 +95,31 @@ def test_confidence_intervals_of_equal_values_and_of_each_metric_alone() -> None
     assert confidence_intervals(varied)["overall"] == confidence_intervals(alone)["overall"]
     errors = [*varied, _item(0.0, {"L5": 0.0}, status="error")]
     assert confidence_intervals(errors) == confidence_intervals(varied)
+
+
+def _previous(items: list[dict[str, Any]], numpy: str = "2.0") -> dict[str, Any]:
+    return {"manifest": {"confidence_method": dict(INTERVAL_METHOD),
+                         "environment": {"libraries": {"numpy": numpy}}},
+            "confidence": confidence_intervals(items), "items": items}
+
+
+def test_intervals_drawn_from_the_same_values_the_same_way_are_kept() -> None:
+    items = [_item(float(i % 7), {"L5": float(i % 3)}) for i in range(40)]
+    previous = _previous(items)
+    assert kept_intervals(previous, items, "2.0") == previous["confidence"]
+    # Other values, another order, another numpy or way of drawing: drawn again.
+    assert kept_intervals(previous, [*items[:-1], _item(6.5)], "2.0") is None
+    assert kept_intervals(previous, items[::-1], "2.0") is None
+    assert kept_intervals(previous, items, "2.1") is None
+    other = {**previous, "manifest": {**previous["manifest"],
+                                      "confidence_method": {**INTERVAL_METHOD, "draws": 1}}}
+    assert kept_intervals(other, items, "2.0") is None
+    # Reports of other formats or damaged ones are never trusted.
+    assert kept_intervals(None, items, "2.0") is None
+    assert kept_intervals({"manifest": {}}, items, "2.0") is None
+    assert kept_intervals({**previous, "confidence": {"overall": [1, 2]}}, items, "2.0") is None
+    assert kept_intervals({**previous, "items": [{"status": "passed"}]}, items, "2.0") is None
+    assert kept_intervals(previous, items, None) is None
 
 
 def test_a_drop_breaches_with_a_table_and_the_flipped_cases(pytester: pytest.Pytester) -> None:

@@ -28,7 +28,7 @@ from typing import Any, cast
 
 import yaml
 
-FORMAT = 1  # of what is kept; old entries are never looked up again, and are pruned
+FORMAT = 2  # of what is kept; old entries are never looked up again, and are pruned
 MAX_ENTRIES = 256  # a few versions of every case file a machine has
 SUFFIX = ".parsed"
 OFF = ("", "off", "none")
@@ -36,7 +36,9 @@ OFF = ("", "off", "none")
 CODE = ("cases.py", "case_cache.py", "rubric.py", "schemacheck.py", "schemas/cases.schema.json")
 
 Found = tuple[str, int | None, str | None, str | None, str]  # a problem, less its path
-Kept = tuple[Any, list[int] | None, list[Found]]  # plain data, line of each case, problems
+# Plain data, the line of each case, problems, and each case's spec hash (hashing a case's
+# spec as JSON takes about 0.1 ms, and every run hashes every case).
+Kept = tuple[Any, list[int] | None, list[Found], list[str]]
 
 
 def cache_dir() -> Path | None:
@@ -82,8 +84,9 @@ def load(text: str) -> Kept | None:
         kept = marshal.loads(_entry(folder, text).read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return None
-    if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[0], dict)
-            and (kept[1] is None or isinstance(kept[1], list)) and isinstance(kept[2], list)):
+    if not (isinstance(kept, tuple) and len(kept) == 4 and isinstance(kept[0], dict)
+            and (kept[1] is None or isinstance(kept[1], list)) and isinstance(kept[2], list)
+            and isinstance(kept[3], list)):
         return None
     return cast(Kept, kept)
 

@@ -392,7 +392,8 @@ def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem
     problems.extend(duplicate_id_problems(cases))
     if valid:  # jsonschema's messages (on invalid files) depend on its version: not kept
         case_cache.store(text, (data, lines.cases, [
-            (p.message, p.line, p.case_id, p.field, p.severity) for p in problems]))
+            (p.message, p.line, p.case_id, p.field, p.severity) for p in problems],
+            [case.spec_hash for case in cases]))
     return cases, problems
 
 
@@ -400,10 +401,13 @@ def _from_cache(text: str, shown: str, kept: case_cache.Kept) -> tuple[tuple[Cas
                                                                        list[Problem]]:
     """What _inspect_text found in this text before, with ``shown`` as the path: the checks
     are not run again (the cache key covers their code)."""
-    data, case_lines, found = kept
+    data, case_lines, found, hashes = kept
     lines = _Lines(case_lines, lambda: yaml.compose(text, Loader=_Loader))
     cases = tuple(_build_case(raw, data.get("domain"), shown, lines, i)
                   for i, raw in enumerate(data["cases"]))
+    if len(hashes) == len(cases):
+        for case, spec_hash in zip(cases, hashes, strict=True):
+            case.__dict__["spec_hash"] = spec_hash  # what the cached property would compute
     return cases, [Problem(shown, message, line, case_id, name,
                            "warning" if severity == "warning" else "error")
                    for message, line, case_id, name, severity in found]

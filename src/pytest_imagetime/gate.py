@@ -21,6 +21,14 @@ METRICS: tuple[str, ...] = ("overall", "c_mean", "d_mean", "gate", *LEVEL_KEYS, 
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_CHUNK = 100  # resamples drawn at once
 BOOTSTRAP_SEED = 20260606
+INTERVAL_LEVEL = 0.95
+INTERVAL_METRICS: tuple[str, ...] = ("overall", "gate", *LEVEL_KEYS)
+# How a report's intervals were drawn, kept in its manifest: the same values drawn the same
+# way by the same numpy give the same intervals, so a resumed run whose scores did not
+# change takes its last report's instead of loading numpy to draw them again. ``draws``
+# changes whenever the drawing does (its generators, chunks or index types).
+INTERVAL_METHOD: dict[str, Any] = {"method": "bootstrap", "resamples": BOOTSTRAP_SAMPLES,
+                                   "seed": BOOTSTRAP_SEED, "level": INTERVAL_LEVEL, "draws": 2}
 
 
 class GateSpecError(ValueError):
@@ -225,7 +233,36 @@ def gate_json(result: GateResult) -> dict[str, Any]:
     }
 
 
-def confidence_intervals(items: Sequence[Mapping[str, Any]], level: float = 0.95
+def interval_values(items: Sequence[Mapping[str, Any]]) -> list[list[float]]:
+    """Each interval metric's values over the judged items, in the items' order: what the
+    intervals are drawn from."""
+    return [[v for v in (item_metric(i, metric) for i in items) if v is not None]
+            for metric in INTERVAL_METRICS]
+
+
+def kept_intervals(previous: Mapping[str, Any] | None, items: Sequence[Mapping[str, Any]],
+                   numpy_version: str | None) -> dict[str, list[float] | None] | None:
+    """The previous report's intervals when they were drawn from these very values, the
+    same way, by this numpy; None otherwise (then they are drawn)."""
+    if previous is None or numpy_version is None:
+        return None
+    try:
+        manifest = previous["manifest"]
+        same_drawing = (manifest.get("confidence_method") == INTERVAL_METHOD and
+                        manifest["environment"]["libraries"].get("numpy") == numpy_version)
+        kept = previous["confidence"]
+        if not same_drawing or not isinstance(kept, dict) \
+                or set(kept) != set(INTERVAL_METRICS):
+            return None
+        if interval_values(previous["items"]) != interval_values(items):
+            return None
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None  # an older or damaged report: draw them
+    return {metric: None if kept[metric] is None else list(kept[metric])
+            for metric in INTERVAL_METRICS}
+
+
+def confidence_intervals(items: Sequence[Mapping[str, Any]], level: float = INTERVAL_LEVEL
                          ) -> dict[str, list[float] | None]:
     """Bootstrap intervals of the run's Overall and of each tree level over its judged items
     (resampling cases), so a reader sees how much a mean could move with other cases.
@@ -237,8 +274,9 @@ def confidence_intervals(items: Sequence[Mapping[str, Any]], level: float = 0.95
 
     out: dict[str, list[float] | None] = {}
     tail = (1 - level) / 2
-    for place, metric in enumerate(("overall", "gate", *LEVEL_KEYS)):
-        values = np.array([v for v in (item_metric(i, metric) for i in items) if v is not None])
+    for place, (metric, found) in enumerate(zip(INTERVAL_METRICS, interval_values(items),
+                                                strict=True)):
+        values = np.array(found)
         if len(values) < 2:
             out[metric] = None
             continue

@@ -78,7 +78,8 @@ def atomic_write_json(path: Path, data: JSON) -> None:
 def read_json(path: Path) -> JSON | None:
     """The parsed file, or None when it is missing or unreadable (then it is redone)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        # Bytes: json takes UTF-8 itself, without a text wrapper around the file.
+        return json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
 

@@ -98,23 +98,27 @@ def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:
 
 
 def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
-                 created: str) -> dict[str, Any]:
-    from ..gate import confidence_intervals
+                 created: str, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The report of ``records``; ``previous``, the run's last report, lends its intervals
+    when they were drawn from the same values (a resumed run then never loads numpy)."""
+    from ..gate import INTERVAL_METHOD, confidence_intervals, kept_intervals
 
     ordered = sorted(records, key=lambda r: r.key)
     items = [item_json(r) for r in ordered]
+    env = environment()
+    confidence = kept_intervals(previous, items, env["libraries"].get("numpy"))
     return {
         "format": REPORT_FORMAT,
         "created": created,
         "plugin_version": __version__,
         "rubric_version": RUBRIC_VERSION,
-        "manifest": {**manifest, "environment": environment()},
+        "manifest": {**manifest, "environment": env, "confidence_method": INTERVAL_METHOD},
         "aggregate": aggregate(to_scored(r) for r in ordered),
         # What this session paid: judgments reused from the store cost nothing again.
         "spent_usd": math.fsum(r.cost_usd for r in ordered if r.judged),
         "errors": [{"key": r.key, "case_id": r.case_id, "reason": r.error or ""}
                    for r in ordered if r.status == "error"],
-        "confidence": confidence_intervals(items),
+        "confidence": confidence_intervals(items) if confidence is None else confidence,
         "items": items,
     }
 
