@@ -124,8 +124,15 @@ def test_a_resumed_judged_item_never_reads_its_sheet(tmp_path: Path,
     first = judge_sheet(spec, case, base, generate_sheet(spec, case))
     decodes: list[bytes] = []
     monkeypatch.setattr(runner, "decode_png", lambda data: decodes.append(data))
+    read_bytes = Path.read_bytes
+
+    def unread(self: Path) -> bytes:
+        if self.suffix == ".png":  # the records are read, the sheet must not be
+            pytest.fail(f"{self} was read")
+        return read_bytes(self)
+
     with monkeypatch.context() as patched:
-        patched.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} was read"))
+        patched.setattr(Path, "read_bytes", unread)
         again = judge_sheet(spec, case, base, generate_sheet(spec, case))
     assert decodes == []
     assert (again.record.generated, again.record.judged) == (False, False)
