@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from pytest_imagetime.cases import builtin_cases_dir
 from pytest_imagetime.cli import main
 from pytest_imagetime.gate import (
-    GateSpecError,
     INTERVAL_METHOD,
+    GateSpecError,
     confidence_intervals,
     kept_intervals,
     paired_bootstrap,
