@@ -22,9 +22,15 @@ beside each figure, its target and PASS or MISS:
    (``benchmarks/judge_overlap.py`` prints its details).
 
     python benchmarks/harness.py [--repeat 3] [--quick] [--latency 1] [--concurrency 16]
-                                 [--no-judge]
+                                 [--no-judge] [--python PATH]
 
 ``--quick`` uses the 82 cases of constraints.yaml and kitchen.yaml instead of all of them.
+``--python`` runs the timed pytest processes (figures 1 to 5) with another interpreter, such as
+that of a virtual environment holding only what a user installs (``pip install
+'pytest-imagetime[xdist]'``): every pytest process loads every plugin its environment
+installs, and a development environment's (anyio's imports trio where selenium put it,
+Hypothesis's summary imports Hypothesis) cost each process about half a second, which
+flatters figures 1 to 3 and weighs on figure 5. The table names the plugins it found.
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -42,8 +47,8 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -54,6 +59,23 @@ from judge_overlap import Overlap, measure
 CASES = Path(__file__).resolve().parents[1] / "cases"
 QUICK_FILES = ("constraints.yaml", "kitchen.yaml")
 GNU_TIME = Path("/usr/bin/time")
+# The interpreter of the timed pytest processes (--python); figure 6 uses this one.
+PYTHON = [sys.executable]
+DESCRIBE = """\
+import json, platform
+from importlib import metadata
+names = ("pytest", "numpy", "pillow", "pytest-xdist", "pytest-imagetime")
+versions = {}
+for name in names:
+    try:
+        versions[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        versions[name] = None
+plugins = sorted({ep.dist.name for ep in metadata.entry_points(group="pytest11")
+                  if ep.dist is not None} - {"pytest-imagetime", "pytest-xdist"})
+print(json.dumps({"python": platform.python_version(), "versions": versions,
+                  "plugins": plugins}))
+"""
 IMAGETIME = ("--imagetime-model=procedural", "--imagetime-judge=pixel")
 RUN = (*IMAGETIME, "--imagetime-size=256")
 REPORT = Path("reports/procedural/pixel/report.json")
@@ -137,7 +159,7 @@ def pytest_run(args: Sequence[str], cwd: Path) -> Sample:
     """One pytest subprocess: wall time of the whole process and its peak RSS."""
     rss_file = cwd / ".rss"
     cmd = [str(GNU_TIME), "-f", "%M", "-o", str(rss_file),
-           sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
+           *PYTHON, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
     start = time.perf_counter()
     # Every run's folder lies in the benchmark's root; its temporary folder does too.
     proc = subprocess.run(cmd, cwd=cwd, env=clean_env(cwd.parent / "tmp"), capture_output=True,
@@ -273,11 +295,22 @@ def row(label: str, ours: str, base: str, ratio: float, target: float, at_most: 
             f" {verdict(ratio, target, at_most)}")
 
 
+def environment() -> dict[str, Any]:
+    """What the timed interpreter runs: versions, and the other pytest plugins it loads."""
+    done = subprocess.run([*PYTHON, "-c", DESCRIBE], capture_output=True, text=True,
+                          check=True)
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
 def print_table(bench: Bench, res: Results, repeat: int, found: Overlap | None) -> None:
     subset = bench.items // 10
-    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"pytest {version('pytest')}, numpy {version('numpy')}, "
-          f"pillow {version('pillow')}, pytest-xdist {version('pytest-xdist')}")
+    env = environment()
+    versions = ", ".join(f"{name} {found}" for name, found in env["versions"].items()
+                         if found)
+    print(f"machine: {os.cpu_count()} cores; timed interpreter {PYTHON[0]}: "
+          f"Python {env['python']}, {versions}")
+    print(f"other pytest plugins it loads: {', '.join(env['plugins']) or 'none'}")
     print(f"cases: {bench.items} ({'quick' if bench.quick else 'all'}), "
           f"median of {repeat} [min-max]\n")
     print(f"{'figure':<22} {'imagetime':<32} {'baseline':<32} {'ratio':>7}  target")
@@ -332,7 +365,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16,
                         help="figure 6: judge calls in flight")
     parser.add_argument("--no-judge", action="store_true", help="leave figure 6 out")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter of the timed pytest processes (figures 1 to 5); "
+                             "it must have pytest-imagetime and pytest-xdist installed")
     args = parser.parse_args()
+    PYTHON[0] = args.python
     if not GNU_TIME.exists():
         sys.exit(f"peak RSS needs GNU time at {GNU_TIME}")
     with tempfile.TemporaryDirectory(prefix="imagetime-harness-") as tmp:
