@@ -44,25 +44,24 @@ def replay(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Run the item's phases as pytest's protocol does, minus the per-phase hooks."""
     ihook = item.ihook  # looked up once: each lookup walks the item's conftest files
     state: Any = item.session._setupstate  # private: item_can_replay checks it is there
-    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    setup = _phase(ihook, item, "setup", lambda: state.setup(item))
-    if setup.passed:
-        _phase(ihook, item, "call", item.runtest)
-    if item.session.shouldfail or item.session.shouldstop:
-        nextitem = None  # as pytest does: tear everything down to report its errors
-    _phase(ihook, item, "teardown", lambda: state.teardown_exact(nextitem))
-    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-
-
-def _phase(ihook: Any, item: pytest.Item, when: Any,
-           run: Callable[[], object]) -> pytest.TestReport:
+    # What pytest lets through instead of reporting it, as its own protocol does.
     reraise: tuple[type[BaseException], ...] = (pytest.exit.Exception,)
     if not item.config.getoption("usepdb", False):
         reraise += (KeyboardInterrupt,)
-    call = pytest.CallInfo.from_call(run, when=when, reraise=reraise)
-    report: pytest.TestReport = ihook.pytest_runtest_makereport(item=item, call=call)
-    ihook.pytest_runtest_logreport(report=report)
-    if call.excinfo is not None and report.failed \
-            and not call.excinfo.errisinstance(pytest.skip.Exception):
-        ihook.pytest_exception_interact(node=item, call=call, report=report)
-    return report
+
+    def phase(when: Any, run: Callable[[], object]) -> pytest.TestReport:
+        call = pytest.CallInfo.from_call(run, when=when, reraise=reraise)
+        report: pytest.TestReport = ihook.pytest_runtest_makereport(item=item, call=call)
+        ihook.pytest_runtest_logreport(report=report)
+        if call.excinfo is not None and report.failed \
+                and not call.excinfo.errisinstance(pytest.skip.Exception):
+            ihook.pytest_exception_interact(node=item, call=call, report=report)
+        return report
+
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    if phase("setup", lambda: state.setup(item)).passed:
+        phase("call", item.runtest)
+    if item.session.shouldfail or item.session.shouldstop:
+        nextitem = None  # as pytest does: tear everything down to report its errors
+    phase("teardown", lambda: state.teardown_exact(nextitem))
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)

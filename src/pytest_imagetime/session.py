@@ -363,7 +363,7 @@ class ImagetimeSession:
             if not records:
                 continue
             # The last report of this run lends its intervals if its scores are these.
-            previous = read_json(spec.paths.report) if spec.paths.report.exists() else None
+            previous = read_json(spec.paths.report)  # None when there is none
             report = build_report(self._manifest(spec, records), records, created,
                                   previous if isinstance(previous, dict) else None)
             if self.canaries is not None:
