@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest._code.code import ExceptionInfo, TerminalRepr
 
 from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
 from .conditions import explain, unmet_conditions
 from .estimate import estimate, estimate_lines
+from .failure_text import PlainFailures
 from .gate import GateResult, compare, gate_json, gate_lines
 from .inventory import slug
 from .judges.base import Judge
@@ -474,8 +474,10 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-class CaseFile(pytest.File):
+class CaseFile(PlainFailures, pytest.File):
     """A YAML case file: one item per case and model."""
+
+    plain_failures = (CaseFileError,)
 
     def collect(self) -> Iterator[CaseItem]:
         session: ImagetimeSession = self.config.stash[session_key]
@@ -485,19 +487,16 @@ class CaseFile(pytest.File):
                 name = f"{case.id}[{with_setting(spec, run.setting, run.grid)}]"
                 yield CaseItem.from_parent(self, name=name, case=case, run=run)
 
-    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
-        if isinstance(excinfo.value, CaseFileError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
 
 class ConditionsNotMet(AssertionError):
     """Benchmark conditions the sheet does not meet: a test failure, not an error."""
 
 
-class CaseItem(pytest.Item):
+class CaseItem(PlainFailures, pytest.Item):
     """One case x model: setup generates and judges, the call asserts the conditions."""
+
+    plain_failures = (ConditionsNotMet, ItemError)
 
     def __init__(self, *, case: Case, run: RunSpec, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -589,11 +588,6 @@ class CaseItem(pytest.Item):
         if unmet:
             raise ConditionsNotMet(explain(self.case, self.outcome, unmet))
 
-    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
-        if isinstance(excinfo.value, (ConditionsNotMet, ItemError)):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest._code.code import ExceptionInfo, TerminalRepr
 
+from ..failure_text import PlainFailures
 from ..inventory import slug
 from ..markers import Markers
 from ..models.base import ImageModel
@@ -350,8 +350,10 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-class TempvizFile(pytest.File):
+class TempvizFile(PlainFailures, pytest.File):
     """One category table: one item per row and model."""
+
+    plain_failures = (TempvizDataError,)
 
     def collect(self) -> Iterator[TempvizItem]:
         session: TempvizSession = self.config.stash[session_key]
@@ -360,19 +362,16 @@ class TempvizFile(pytest.File):
                 yield TempvizItem.from_parent(self, name=f"{prompt.id}[{spec}]",
                                               prompt=prompt, run=run)
 
-    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
-        if isinstance(excinfo.value, TempvizDataError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
 
 class NotAllYes(AssertionError):
     """The judge answered, and not every answer is yes: a test failure, not an error."""
 
 
-class TempvizItem(pytest.Item):
+class TempvizItem(PlainFailures, pytest.Item):
     """One prompt x model: setup draws and judges, the call asserts three yeses."""
+
+    plain_failures = (NotAllYes, ItemError)
 
     def __init__(self, *, prompt: Prompt, run: TempvizRun, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -413,11 +412,6 @@ class TempvizItem(pytest.Item):
             lines.append(f"  {question.upper()} {name}: {answer.answer}{why}")
         raise NotAllYes("\n".join(lines))
 
-    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
-        if isinstance(excinfo.value, (NotAllYes, ItemError)):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, self.prompt.line - 1, f"{self.prompt.id} [{self.run.model.name}]"
