@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
+from sys import intern
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
@@ -66,21 +67,21 @@ class CaseFileError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: every case holds several
 class Setup:
     scene: str
     style: str
     camera: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: every case holds several
 class Predicate:
     id: str
     stage: str  # t1..t4 or "all"
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: every case holds several
 class Forbidden:
     id: str
     text: str
@@ -455,24 +456,29 @@ def _build_case(raw: dict[str, Any], default_domain: str | None, shown: str,
         raise CaseFileError([Problem(shown, "no domain: give 'domain' in the case or the file",
                                      line=lines(("cases", index)), case_id=raw["id"],
                                      field="domain")])
-    predicates = tuple(Predicate(p.get("id") or f"p{i + 1}", p["stage"], p["text"].strip())
+    # Names repeated across cases (levels, stages, ids, categories) are interned: one string
+    # each instead of one per case (about 1 MB for the packaged cases).
+    predicates = tuple(Predicate(intern(p.get("id") or f"p{i + 1}"), intern(p["stage"]),
+                                 p["text"].strip())
                        for i, p in enumerate(raw["predicates"]))
+    setup = raw["setup"]
     return Case(
         id=raw["id"],
-        domain=domain,
-        subcategory=raw["subcategory"],
-        concept=raw["concept"],
-        difficulty=raw["difficulty"],
+        domain=intern(domain),
+        subcategory=intern(raw["subcategory"]),
+        concept=intern(raw["concept"]),
+        difficulty=intern(raw["difficulty"]),
         variant=int(raw["variant"]),
-        levels=tuple(sorted(raw["levels"], key=LEVEL_KEYS.index)),
+        levels=tuple(sorted(map(intern, raw["levels"]), key=LEVEL_KEYS.index)),
         applicable=Applicability(**raw["applicable"]),
-        setup=Setup(**raw["setup"]),
+        setup=Setup(setup["scene"], intern(setup["style"]), setup["camera"]),
         entities={role: tuple(raw["entities"].get(role, ())) for role in ENTITY_ROLES
                   if raw["entities"].get(role)},
         states={s: raw["states"][s].strip() for s in STAGES},
         predicates=predicates,
         temporal_constraints=tuple(raw["temporal_constraints"]),
-        forbidden=tuple(Forbidden(f"f{i + 1}", t.strip()) for i, t in enumerate(raw["forbidden"])),
+        forbidden=tuple(Forbidden(intern(f"f{i + 1}"), t.strip())
+                        for i, t in enumerate(raw["forbidden"])),
         prompt=" ".join(raw["prompt"].split()),
         source=shown,
         line=lines(("cases", index)),

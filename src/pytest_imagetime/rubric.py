@@ -111,7 +111,7 @@ LEVEL_KEYS: tuple[str, ...] = tuple(node.key for node in LEVELS)
 LEVEL_NAMES: dict[str, str] = {node.key: node.name for node in LEVELS}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Applicability:
     """Which optional dimensions a case makes applicable (the rubric's null rules)."""
 
