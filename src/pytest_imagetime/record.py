@@ -8,10 +8,11 @@ controller. Null values are left out, never written as 0.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from .rubric import ALL_DIMS, GATE, LEVEL_KEYS
 
@@ -19,6 +20,55 @@ PREFIX = "imagetime."
 _EMPTY = "[]"  # one string for every empty list property
 TREE_KEYS: tuple[str, ...] = (GATE.key, *LEVEL_KEYS)
 Scalar = str | int | float | bool
+
+
+class _FixedKeys(Mapping[str, Any]):
+    """Read-only values of a fixed set of keys, in one tuple: the records the controller
+    keeps to the end of the session hold their scores (and tree) this way, about 290 bytes
+    for 25 scores where a dict takes 830. Equal to a dict of the same items."""
+
+    __slots__ = ("_values",)
+    KEYS: ClassVar[tuple[str, ...]] = ()
+    _INDEX: ClassVar[dict[str, int]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._INDEX = {key: i for i, key in enumerate(cls.KEYS)}
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        if len(values) != len(self.KEYS):
+            raise ValueError(f"{type(self).__name__} takes {len(self.KEYS)} values, "
+                             f"not {len(values)}")
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[self._INDEX[key]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.KEYS)
+
+    def __len__(self) -> int:
+        return len(self.KEYS)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is type(self):
+            return self._values == other._values
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # as a dict's: the values are not frozen
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+class _Scores(_FixedKeys):
+    __slots__ = ()
+    KEYS = ALL_DIMS
+
+
+class _Tree(_FixedKeys):
+    __slots__ = ()
+    KEYS = TREE_KEYS
 
 
 @dataclass(frozen=True, slots=True)  # slots: the controller keeps one a item to the end
@@ -67,16 +117,16 @@ class ItemRecord:
             value = getattr(self, name)
             if kind is _VALUE:
                 if value is not None:
-                    append((prefixed, round(value, 4) if type(value) is float else value))
+                    append(_shared(prefixed, round(value, 4) if type(value) is float else value))
             elif kind is _TUPLE:
                 # JSON, not a joined string: entries may hold commas (cap descriptions).
-                append((prefixed, json.dumps(list(value)) if value else _EMPTY))
+                append(_shared(prefixed, json.dumps(list(value)) if value else _EMPTY))
             elif kind is _SCORES:
-                out.extend((_NAMES.get(d) or PREFIX + d, v) for d, v in value.items()
+                out.extend(_shared(_NAMES.get(d) or PREFIX + d, v) for d, v in value.items()
                            if v is not None)
             else:
-                out.extend((_NAMES.get(k) or PREFIX + k, round(v, 4)) for k, v in value.items()
-                           if v is not None)
+                out.extend(_shared(_NAMES.get(k) or PREFIX + k, round(v, 4))
+                           for k, v in value.items() if v is not None)
         return out
 
     @classmethod
@@ -96,7 +146,8 @@ class ItemRecord:
                 into[kind][key] = coerce(value)
         if "key" not in values:
             return None
-        return cls(**values, scores=scores, tree=tree)
+        return cls(**values, scores=_Scores(tuple(scores.values())),
+                   tree=_Tree(tuple(tree.values())))
 
     def with_status(self, status: str, error: str | None = None) -> ItemRecord:
         return replace(self, status=status, error=error if error is not None else self.error)
@@ -122,20 +173,56 @@ _PLAN: tuple[tuple[str, str, str], ...] = tuple(
 _NAMES: dict[str, str] = {k: PREFIX + k for k in (*ALL_DIMS, *TREE_KEYS)}
 
 
+# Properties stay in memory to the end of the session (pytest keeps every report), and most
+# are the same for many items: a score, a mean of a few scores, a flag, the model, the case
+# file. Such a pair is one tuple shared by every item's properties; values unique to an item
+# (ids, paths, times) are not kept here. Bounded, so that a long session cannot grow it
+# without end.
+_SHARED_FIELDS = frozenset(
+    PREFIX + name for name in (
+        "case_file", "domain", "subcategory", "difficulty", "variant", "probed_levels",
+        "constraint", "model", "judge", "setting", "run_dir", "judge_model", "status",
+        "c_mean", "d_mean", "overall", "gate_pass", "labels", "predicates_checked",
+        "cost_usd", "generated", "judged", *ALL_DIMS, *TREE_KEYS))
+_SHARED_MAX = 8192
+_SHARED: dict[tuple[str, type, Scalar], tuple[str, Scalar]] = {}
+
+
+def _shared(name: str, value: Scalar) -> tuple[str, Scalar]:
+    if name not in _SHARED_FIELDS:
+        return name, value
+    key = (name, type(value), value)  # typed: True and 1 are equal keys
+    pair = _SHARED.get(key)
+    if pair is None:
+        pair = (name, value)
+        if len(_SHARED) < _SHARED_MAX:
+            _SHARED[key] = pair
+    return pair
+
+
 def _as_tuple(value: object) -> tuple[str, ...]:
-    return () if value == _EMPTY else tuple(str(v) for v in json.loads(str(value)))
+    return _parsed(value if type(value) is str else str(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> tuple[str, ...]:
+    """One tuple for the records that carry the same list (levels, labels): the controller
+    keeps every record to the end of the session."""
+    return () if text == _EMPTY else tuple(str(v) for v in json.loads(text))
 
 
 def _as_bool(value: object) -> bool:
     return value if isinstance(value, bool) else str(value) == "True"
 
 
+# Values that come as their own type (always, in the same process) are kept as they are;
+# others (text, or True where a number belongs) go through str, which refuses what is not one.
 def _as_int(value: object) -> int:
-    return int(str(value))
+    return value if type(value) is int else int(str(value))
 
 
 def _as_float(value: object) -> float:
-    return float(str(value))
+    return value if type(value) is float else float(str(value))
 
 
 def _as_is(value: object) -> object:
