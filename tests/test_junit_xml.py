@@ -1,19 +1,26 @@
-"""The JUnit text writer: any text survives a round trip through an XML parser."""
+"""The JUnit text writer: any text survives a round trip through an XML parser, and the
+session's file from report items is the one its records give."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_imagetime.record import ItemRecord
+from pytest_imagetime.report.json_report import item_json, items_of, record_from_json
+from pytest_imagetime.report.junit import write_junit, write_junit_items
 from pytest_imagetime.report.junit_xml import (
     JunitCase,
     junit_text,
     status_counts,
     write_junit_xml,
 )
+
+from .test_record import records as record_strategy
 
 # What XML 1.0 can hold; the writer replaces the rest with "?".
 xml_text = st.text(st.characters(codec="utf-8", exclude_characters="\r"))
@@ -62,3 +69,28 @@ def test_counts_statuses_and_layout(tmp_path: Path) -> None:
     assert by_name["case-error"].get("time") == "0.250"
     # Indented as ElementTree.indent would: two spaces a level.
     assert '\n    <testcase classname="k.yaml" name="case-passed"' in path.read_text()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(record_strategy, max_size=12, unique_by=lambda r: r.key))
+def test_junit_of_report_items_is_that_of_the_records(tmp_path_factory: pytest.TempPathFactory,
+                                                       records: list[ItemRecord]) -> None:
+    folder = tmp_path_factory.mktemp("junit")
+    messages = {r.key: f"message of {r.key}" for r in records[::2]}
+    write_junit(folder / "records.xml", records, messages)
+    runs: dict[tuple[str, str, str], list[ItemRecord]] = {}
+    for record in records:
+        runs.setdefault((record.model, record.setting, record.judge), []).append(record)
+    # As the session hands them over: one report's items per run, each in key order.
+    items = [items_of(list(members)) for members in runs.values()]
+    write_junit_items(folder / "items.xml", items, messages)
+    assert (folder / "items.xml").read_text() == (folder / "records.xml").read_text()
+
+
+@given(st.lists(record_strategy, max_size=12, unique_by=lambda r: r.key))
+def test_items_of_empties_the_records_into_key_order(records: list[ItemRecord]) -> None:
+    expected = [item_json(r) for r in sorted(records, key=lambda r: r.key)]
+    given_records = list(records)
+    assert items_of(given_records) == expected
+    assert given_records == []
+    assert [record_from_json(i) for i in expected] == sorted(records, key=lambda r: r.key)

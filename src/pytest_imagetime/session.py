@@ -30,8 +30,8 @@ from .record import ItemRecord
 from .references import GeneratedReferences, ReferenceDir, References
 from .registry import JUDGES, MODELS, UnknownBackend
 from .replay import item_can_replay, replay, session_can_replay
-from .report.json_report import build_report, case_set, write_report
-from .report.junit import write_junit
+from .report.json_report import case_set, items_of, report_of_items, write_report
+from .report.junit import write_junit_items
 from .report.summary import summary_lines
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
 from .runner import ItemError, ItemOutcome, RunSpec, Sheet, case_seed, now
@@ -358,14 +358,16 @@ class ImagetimeSession:
             return
         created = now()
         for spec in self.runs.values():
-            run_dir = str(spec.paths.run_dir)
-            records = self.records.get(run_dir)
+            records = self.records.pop(str(spec.paths.run_dir), None)
             if not records:
                 continue
             # The last report of this run lends its intervals if its scores are these.
             previous = read_json(spec.paths.report)  # None when there is none
-            report = build_report(self._manifest(spec, records), records, created,
-                                  previous if isinstance(previous, dict) else None)
+            manifest = self._manifest(spec, records)
+            # The records become the report's items (and leave memory as they do): the
+            # HTML links and the JUnit file below are made from those items.
+            report = report_of_items(manifest, items_of(records), created,
+                                     previous if isinstance(previous, dict) else None)
             if self.canaries is not None:
                 report["canaries"] = self.canaries
             baseline = self.baselines.get(str(spec.paths.run_dir))
@@ -389,12 +391,11 @@ class ImagetimeSession:
         if self.options.html is not None and self.reports:
             self._write_html(self.options.html)
         self._write_galleries()
-        all_records = [r for rs in self.records.values() for r in rs]
-        if self.options.junit is not None and all_records:
-            write_junit(self.options.junit, all_records, self.messages)
+        if self.options.junit is not None and self.reports:
+            write_junit_items(self.options.junit, [report["items"] for _, report in self.reports],
+                              self.messages)
         # Everything is written: only the summary's part of each report stays, so the end of
         # the session (other plugins' summaries, their imports) reuses the items' memory.
-        self.records.clear()
         self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
                         for path, report in self.reports]
 
@@ -420,12 +421,12 @@ class ImagetimeSession:
 
         run_dirs = [path.parent for path, _ in self.reports]
         write_html(run_dirs, folder)
-        for run_dir, page in zip(run_dirs, run_pages(run_dirs), strict=True):
-            for record in self.records.get(str(run_dir), []):
-                if record.status != "passed":
-                    link = f"case page: {(folder / case_url(page, record.case_id))}"
-                    text = self.messages.get(record.key, record.error or "")
-                    self.messages[record.key] = f"{text}\n{link}" if text else link
+        for (_, report), page in zip(self.reports, run_pages(run_dirs), strict=True):
+            for item in report["items"]:
+                if item["status"] != "passed":
+                    link = f"case page: {(folder / case_url(page, item['case_id']))}"
+                    text = self.messages.get(item["key"], item["error"] or "")
+                    self.messages[item["key"]] = f"{text}\n{link}" if text else link
 
     def _manifest(self, spec: RunSpec, records: list[ItemRecord]) -> dict[str, Any]:
         return {

@@ -84,10 +84,34 @@ def item_json(record: ItemRecord) -> dict[str, Any]:
     return data
 
 
-def to_scored(record: ItemRecord) -> Scored:
-    return Scored(key=record.key, domain=record.domain, difficulty=record.difficulty,
-                  status=record.status, scores=record.scores, labels=record.labels,
-                  cost_usd=record.cost_usd)
+def record_from_json(item: Mapping[str, Any]) -> ItemRecord:
+    """The record a report item was made from (its lists become tuples again)."""
+    values: dict[str, Any] = {}
+    for name in ITEM_FIELDS:
+        value = item.get(name)
+        values[name] = tuple(value) if isinstance(value, list) else value
+    return ItemRecord(**values)
+
+
+def items_of(records: list[ItemRecord]) -> list[dict[str, Any]]:
+    """The report items of ``records``, in key order. Empties ``records`` as it goes: each
+    record's memory is reused by its item, where a run's records and items would otherwise
+    be in memory together at the session's end, its peak."""
+    records.sort(key=_key, reverse=True)
+    items = []
+    while records:
+        items.append(item_json(records.pop()))
+    return items
+
+
+def _key(record: ItemRecord) -> str:
+    return record.key
+
+
+def _scored(item: Mapping[str, Any]) -> Scored:
+    return Scored(key=item["key"], domain=item["domain"], difficulty=item["difficulty"],
+                  status=item["status"], scores=item["scores"], labels=tuple(item["labels"]),
+                  cost_usd=item["cost_usd"])
 
 
 def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:
@@ -101,10 +125,14 @@ def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
                  created: str, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The report of ``records``; ``previous``, the run's last report, lends its intervals
     when they were drawn from the same values (a resumed run then never loads numpy)."""
+    return report_of_items(manifest, items_of(list(records)), created, previous)
+
+
+def report_of_items(manifest: Mapping[str, Any], items: list[dict[str, Any]], created: str,
+                    previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``build_report`` from the records' items (``items_of``), which become its items."""
     from ..gate import INTERVAL_METHOD, confidence_intervals, kept_intervals
 
-    ordered = sorted(records, key=lambda r: r.key)
-    items = [item_json(r) for r in ordered]
     env = environment()
     confidence = kept_intervals(previous, items, env["libraries"].get("numpy"))
     return {
@@ -113,11 +141,11 @@ def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
         "plugin_version": __version__,
         "rubric_version": RUBRIC_VERSION,
         "manifest": {**manifest, "environment": env, "confidence_method": INTERVAL_METHOD},
-        "aggregate": aggregate(to_scored(r) for r in ordered),
+        "aggregate": aggregate(_scored(i) for i in items),
         # What this session paid: judgments reused from the store cost nothing again.
-        "spent_usd": math.fsum(r.cost_usd for r in ordered if r.judged),
-        "errors": [{"key": r.key, "case_id": r.case_id, "reason": r.error or ""}
-                   for r in ordered if r.status == "error"],
+        "spent_usd": math.fsum(i["cost_usd"] for i in items if i["judged"]),
+        "errors": [{"key": i["key"], "case_id": i["case_id"], "reason": i["error"] or ""}
+                   for i in items if i["status"] == "error"],
         "confidence": confidence_intervals(items) if confidence is None else confidence,
         "items": items,
     }

@@ -17,7 +17,7 @@ from typing import Any
 from ..record import ItemRecord
 from ..runner import now
 from ..store import read_json
-from .json_report import build_report, case_set, validate_report, write_report
+from .json_report import build_report, case_set, record_from_json, validate_report, write_report
 from .junit import write_junit
 
 MUST_AGREE = ("model", "judge", "setting", "size", "seed", "pass_threshold", "rubric_version")
@@ -25,14 +25,6 @@ MUST_AGREE = ("model", "judge", "setting", "size", "seed", "pass_threshold", "ru
 
 class MergeError(ValueError):
     pass
-
-
-def record_from_json(item: dict[str, Any]) -> ItemRecord:
-    values: dict[str, Any] = {}
-    for f in fields(ItemRecord):
-        value = item.get(f.name)
-        values[f.name] = tuple(value) if isinstance(value, list) else value
-    return ItemRecord(**values)
 
 
 def _reports(part: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
