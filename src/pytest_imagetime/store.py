@@ -57,11 +57,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, chunks: Iterable[str]) -> None:
     """Write text made piece by piece (a report of every item) without holding all of it:
-    buffered, to a temporary file renamed into place."""
+    buffered, to a temporary file renamed into place. 64 KiB writes: a larger buffer saves
+    no time, and a 1 MiB one was resident at the session's end, its memory peak."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20) as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 16) as fh:
             for chunk in chunks:
                 fh.write(chunk)
         os.chmod(tmp, 0o644)
