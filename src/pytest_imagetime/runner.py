@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PIL import Image
@@ -22,7 +20,13 @@ from .caps import AppliedCap, apply_caps
 from .cases import Case
 from .judges.base import Judge, SheetToJudge
 from .judgment import JudgeError, Judgment, validate_judgment
-from .models.base import Generated, GenerationRequest, ImageModel, ModelError
+from .models.base import (
+    Generated,
+    GenerationRequest,
+    ImageModel,
+    ModelError,
+    describe_failure,
+)
 from .record import ItemRecord
 from .references import Reference, ReferenceError, References
 from .repeats import combine
@@ -34,6 +38,7 @@ from .store import (
     RunPaths,
     StoredSheet,
     decode_png,
+    encode_png,
     find_stored_sheet,
     input_key,
     load_stored_judgment,
@@ -100,11 +105,7 @@ def now() -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, (ModelError, JudgeError)):
-        return str(exc)
-    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-    where = f" (at {Path(last[0].filename).name}:{last[0].lineno})" if last else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    return describe_failure(exc, (ModelError, JudgeError))
 
 
 def reference_for(spec: RunSpec, case: Case) -> Reference | None:
@@ -217,6 +218,8 @@ class Drawn:
     generated: Generated
     seconds: float
     batch: int  # sheets drawn in the same backend call
+    # The sheet's PNG and pixel facts when another process made them (``measured_apart``).
+    measured: Measured | None = None
 
     @property
     def case(self) -> Case:
@@ -315,6 +318,26 @@ def _model_failure(spec: RunSpec, case: Case, exc: BaseException) -> ItemError:
     return error
 
 
+@dataclass(frozen=True)
+class Measured:
+    data: bytes | None  # the RGB PNG, None when the backend delivered one
+    metrics: SheetMetrics | None  # None when not measured there (stored facts, dense grids)
+
+
+def needs_measuring(spec: RunSpec, drawn: Drawn) -> tuple[bool, bool]:
+    """What ``store_sheet`` would do to the pixels: encode them, measure them."""
+    generated = drawn.generated
+    return (not rgb_png(generated.data),
+            spec.grid == SHEET and not _current(generated.facts))
+
+
+def measured_apart(image: Image.Image, encode: bool, measure: bool) -> Measured:
+    """The PNG and the pixel facts ``store_sheet`` would make, made in a measuring process
+    (the pipeline's, beside a backend drawing in its own process); byte for byte the same."""
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    return Measured(encode_png(rgb) if encode else None, _analyze(rgb) if measure else None)
+
+
 def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     """Measure and store a drawn sheet (its file, then its record); raises ItemError when it
     cannot be written."""
@@ -339,12 +362,15 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     elif _current(generated.facts):  # layout facts are about 2x2 sheets
         record["pixel_metrics"] = dict(generated.facts or {})
     else:
-        metrics = _analyze(image)
+        apart = drawn.measured.metrics if drawn.measured is not None else None
+        metrics = apart if apart is not None else _analyze(image)
         record["pixel_metrics"] = _facts(metrics)
     if item.reference is not None:
         record["reference"] = {"sha256": item.reference.sha256,
                                "source": item.reference.source}
     data = generated.data if rgb_png(generated.data) else None
+    if data is None and drawn.measured is not None:
+        data = drawn.measured.data
     try:
         digest = store_image(spec.paths, case.id, image, record, data)
     except OSError as exc:

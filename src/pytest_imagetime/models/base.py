@@ -23,6 +23,20 @@ class ModelError(Exception):
     """
 
 
+def describe_failure(exc: BaseException,
+                     own_words: tuple[type[BaseException], ...] = (ModelError,)) -> str:
+    """An exception as an item's error text: the message of the kinds that word their own,
+    else its type, message and the line that raised it."""
+    if isinstance(exc, own_words):
+        return str(exc)
+    import traceback
+    from pathlib import Path
+
+    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    where = f" (at {Path(last[0].filename).name}:{last[0].lineno})" if last else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     case: Case
@@ -68,6 +82,8 @@ class ModelOptions:
     timeout_s: float = 300.0
     retries: int = 2  # transport retries (429, 5xx, timeouts); never retries for quality
     concurrency: int = 4  # hosted backends: requests in flight at once per pytest process
+    # --imagetime-model-process: draw in a child process (auto: backends that draw on a GPU)
+    process: str = "auto"
 
     def device(self) -> str | None:
         """This process's torch device ("cuda:1", "cpu"); None: the backend's default. Asks
