@@ -8,6 +8,7 @@ as the CPU where it should.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -62,3 +63,27 @@ def test_two_workers_share_one_gpu_with_auto_devices(pytester: pytest.Pytester,
     records = [json.loads(p.read_text())
                for p in (pytester.path / "reports").rglob("images/*.json")]
     assert sorted(r["details"]["device"] for r in records) == ["cuda:0", "cuda:0"]
+
+
+def test_auto_draws_in_a_child_process_what_this_process_draws(tiny_sd: Path) -> None:
+    from pytest_imagetime.models.own_process import OwnProcessModel, factory_of
+    from pytest_imagetime.registry import MODELS
+
+    spec = f"diffusers:{tiny_sd}:steps=2,dtype=float32"
+    options = ModelOptions(devices=("cuda:0",))
+    forget_pipelines()
+    local = MODELS.create(spec, options=options)
+    model = OwnProcessModel(factory_of(MODELS, spec, options), local, "auto")
+    assert model.in_own_process
+    request = GenerationRequest(make_case(), "prompt-only", 64, 7)
+    try:
+        drawn = model.generate(request=request)
+        pid = model.drawing_pid
+        batch = model.generate_batch(requests=[request, request])
+    finally:
+        model.close()
+    assert pid is not None and pid != os.getpid()
+    assert drawn.details["device"] == "cuda:0"
+    here = np.asarray(local.generate(request=request).image, dtype=np.int16)
+    for image in (drawn.image, *(g.image for g in batch)):
+        assert np.abs(np.asarray(image, dtype=np.int16) - here).max() <= 2

@@ -95,6 +95,9 @@ def add_options(parser: pytest.Parser) -> None:
            f"{model_defaults.timeout_s:g}); then the item is an error.")
     option("model-retries", f"Transport retries of a hosted image request (429, 5xx, timeouts; "
            f"default: {model_defaults.retries}); never a retry for quality.")
+    option("model-process", "Draw in a process of its own, so that storing, measuring and "
+           "judging never hold the interpreter lock the backend dispatches its kernels with: "
+           "auto (default: backends that draw on a GPU), on, off.")
     option("reference-dir", "Scaffold setting: reference images of the initial state, "
            "DIR/<case id>.png (or .jpg, .jpeg, .webp).")
     option("reference-model", "Scaffold setting: draw each case's reference once with this "
@@ -281,7 +284,18 @@ def model_options(config: pytest.Config) -> ModelOptions:
                         "give an integer from 0 to 100"),
         concurrency=_number(config, "model-concurrency", int, defaults.concurrency, 1, 1024,
                             "give an integer from 1 to 1024"),
+        process=_model_process(config),
     )
+
+
+def _model_process(config: pytest.Config) -> str:
+    from .models.own_process import PROCESS_CHOICES
+
+    raw = _raw(config, "model-process")
+    choice = str(raw or "auto").strip().lower()
+    if choice not in PROCESS_CHOICES:
+        raise _fail("model-process", raw, f"use one of {', '.join(PROCESS_CHOICES)}")
+    return choice
 
 
 def _grid(config: pytest.Config, setting: str) -> tuple[int, int]:

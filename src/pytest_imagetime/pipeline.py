@@ -24,12 +24,13 @@ run at once, and a hosted backend with ``concurrency`` > 1 gets that many calls 
 
 from __future__ import annotations
 
+import pickle
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from .cases import Case
 from .record import ItemRecord
@@ -41,15 +42,23 @@ from .runner import (
     Sheet,
     draw_sheets,
     judge_sheet,
+    measured_apart,
+    needs_measuring,
     store_sheet,
     stored_outcome,
     stored_sheet,
 )
 
+if TYPE_CHECKING:  # imported when a run first measures apart: most runs never do
+    from concurrent.futures import ProcessPoolExecutor
+
 # What an item gets: its scored outcome, or for a dense grid (never judged) its sheet.
 Result = ItemOutcome | Sheet
 Drawing = Sheet | Drawn | ItemError  # what the generation step hands on
 MEASURING_THREADS = 1
+# Beside a backend drawing in its own process, sheets are encoded and measured in these
+# processes (each fed by a thread that only waits): this process keeps pytest and the judge.
+MEASURING_PROCESSES = 2
 Work = list[tuple["Job", "Future[Result]"]]
 Queue = deque[tuple["Job", "Future[Result]"]]
 
@@ -93,6 +102,14 @@ def cpu_bound(spec: RunSpec) -> bool:
     return bool(getattr(spec.model, "cpu_bound", False))
 
 
+def measures_apart(spec: RunSpec) -> bool:
+    """Whether the run's drawings are encoded and measured in measuring processes: when its
+    backend draws in a process of its own (``--imagetime-model-process``), this process's
+    interpreter lock is then only the harness's, and a sheet's PNG and pixel facts would
+    take it from pytest and the judge."""
+    return bool(getattr(spec.model, "in_own_process", False))
+
+
 def judged_in_place(spec: RunSpec) -> bool:
     """Whether a sheet is judged on the thread that has it (its judge computes in this
     process, ``cpu_bound``, or there is no judgment) rather than in the judge pool, which
@@ -117,6 +134,10 @@ class Pipeline:
         # is what the interpreter lock lets through; more would only contend for it.
         self._measurers = ThreadPoolExecutor(max_workers=MEASURING_THREADS,
                                              thread_name_prefix="imagetime-measure")
+        self._apart_feeders = ThreadPoolExecutor(max_workers=MEASURING_PROCESSES,
+                                                 thread_name_prefix="imagetime-measure-apart")
+        self._apart: ProcessPoolExecutor | None = None  # started at the first such sheet
+        self._apart_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max(1, lookahead))
         self._budget = budget or CostBudget(None)
         self._generate = generate
@@ -175,6 +196,9 @@ class Pipeline:
             self._thread.join()
         self._drawers.shutdown(wait=True, cancel_futures=True)
         self._measurers.shutdown(wait=True, cancel_futures=True)
+        self._apart_feeders.shutdown(wait=True, cancel_futures=True)
+        if self._apart is not None:
+            self._apart.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------ internals
@@ -274,6 +298,8 @@ class Pipeline:
             # straight to its judge.
             if isinstance(drawing, Drawn) and cpu_bound(spec):
                 self._store_into(job, drawing, future)
+            elif isinstance(drawing, Drawn) and measures_apart(spec):
+                self._hand_on(self._apart_feeders, self._store_into, job, drawing, future)
             elif isinstance(drawing, Drawn):
                 self._hand_on(self._measurers, self._store_into, job, drawing, future)
             elif not self._finished_from_store(job, drawing, future):
@@ -312,12 +338,41 @@ class Pipeline:
 
     def _store_into(self, job: Job, drawing: Drawn, future: Future[Result]) -> None:
         try:
+            if measures_apart(job.spec):
+                drawing = self._measured_apart(job.spec, drawing)
             sheet = self._store(job.spec, drawing)
         except BaseException as exc:
             future.set_exception(exc)
             self._slots.release()
             return
         self._to_judge(job, sheet, future)
+
+    def _measured_apart(self, spec: RunSpec, drawing: Drawn) -> Drawn:
+        """The drawing with its PNG and pixel facts made in a measuring process; as it came
+        when there is nothing to make, or the processes cannot (the sheet is then encoded
+        and measured here, as without them)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        encode, measure = needs_measuring(spec, drawing)
+        if not (encode or measure):
+            return drawing
+        try:
+            measured = self._measuring_processes().submit(
+                measured_apart, drawing.generated.image, encode, measure).result()
+        except (BrokenProcessPool, RuntimeError, OSError, pickle.PicklingError):
+            return drawing
+        return replace(drawing, measured=measured)
+
+    def _measuring_processes(self) -> ProcessPoolExecutor:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with self._apart_lock:
+            if self._apart is None:
+                self._apart = ProcessPoolExecutor(
+                    max_workers=MEASURING_PROCESSES,
+                    mp_context=multiprocessing.get_context("spawn"))
+            return self._apart
 
     def _to_judge(self, job: Job, sheet: Sheet, future: Future[Result]) -> None:
         """Judge here or in the pool (``judged_in_place``): a hop to a pool thread costs a

@@ -23,6 +23,7 @@ from .inventory import slug
 from .judges.base import Judge
 from .markers import Markers
 from .models.base import ImageModel
+from .models.own_process import OwnProcessModel, factory_of, may_draw_in_own_process
 from .options import Options
 from .pipeline import CostBudget, Job, Pipeline, Result, model_concurrency
 from .progress import Progress
@@ -110,6 +111,10 @@ class ImagetimeSession:
         for spec in options.models:
             model: ImageModel = _resolve("model", spec, MODELS, options=options.model_options)
             _check_model_fits(spec, model, options)
+            choice = options.model_options.process
+            if may_draw_in_own_process(model, choice):
+                model = OwnProcessModel(factory_of(MODELS, spec, options.model_options), model,
+                                        choice)
             paths = RunPaths(options.out, model.name, judge.name, options.setting, options.grid)
             self.runs[spec] = RunSpec(model=model, judge=judge, paths=paths,
                                       setting=options.setting, size=options.size,
@@ -354,6 +359,10 @@ class ImagetimeSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.pipeline.close()
+        for run in self.runs.values():
+            close = getattr(run.model, "close", None)
+            if callable(close):
+                close()
         if _is_xdist_worker(self.config):
             return
         created = now()

@@ -203,6 +203,12 @@ class DiffusersModel:
         and measures each sheet between two drawings instead of on a thread beside them."""
         return self._device() == "cpu"
 
+    @property
+    def draws_on_gpu(self) -> bool:
+        """Kernels are dispatched from Python: ``--imagetime-model-process=auto`` then draws
+        in a child process, away from the harness's own use of the interpreter lock."""
+        return not self.cpu_bound
+
     def config(self) -> Mapping[str, Any]:
         """What decides the pixels. Device and offloading are left out: moving a run to
         another GPU must not regenerate its sheets."""

@@ -1,0 +1,264 @@
+"""Drawing in a process of its own (``--imagetime-model-process``).
+
+A backend that draws on a GPU from this process shares one interpreter lock with all the
+rest the harness does for each sheet: pytest's protocol, encoding the PNG, the pixel facts,
+the judge. Dispatching a pipeline's kernels is Python work that needs the lock too, so with a
+fast pipeline every millisecond the harness holds it is a millisecond the GPU waits. In a
+child process the backend has an interpreter to itself, and this process stores, measures
+and judges one sheet while the child draws the next.
+
+The child starts on the first drawing, so a resumed run with nothing to draw never starts
+one; it is spawned (CUDA does not survive a fork) and builds the backend from the same spec
+and options, so it draws on the device this process would have used. A backend's failure
+comes back as that call's ModelError. A child that dies (a crash in a kernel, the kernel's
+OOM killer) fails the calls in flight with its exit status, and the next call starts a new
+one. Everything else (name, config, batching, what the pipeline asks of the backend) is
+answered here by a local instance of the backend that never draws.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import pickle
+import signal
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .base import (
+    JSON,
+    Generated,
+    GenerationRequest,
+    ModelError,
+    ModelOptions,
+    describe_failure,
+)
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+PROCESS_CHOICES = ("auto", "on", "off")
+STOP = None  # the message that ends the child
+JOIN_TIMEOUT_S = 10.0
+
+
+def may_draw_in_own_process(model: object, choice: str) -> bool:
+    """``on``: always; ``off``: never; ``auto``: when the backend's type declares
+    ``draws_on_gpu`` (read only at the first drawing: it may need torch to answer)."""
+    if choice == "on":
+        return True
+    return choice == "auto" and hasattr(type(model), "draws_on_gpu")
+
+
+class OwnProcessModel:
+    """A backend whose drawings are made in a child process; see the module."""
+
+    def __init__(self, factory: Callable[[], Any], local: Any, choice: str) -> None:
+        self._local = local
+        self._choice = choice
+        self._child = DrawingProcess(factory, str(local.name))
+
+    @property
+    def name(self) -> str:
+        return str(self._local.name)
+
+    def config(self) -> Mapping[str, JSON]:
+        result: Mapping[str, JSON] = self._local.config()
+        return result
+
+    @functools.cached_property
+    def in_own_process(self) -> bool:
+        """Whether drawings go to the child (``auto``: where the backend draws on a GPU)."""
+        return self._choice == "on" or bool(getattr(self._local, "draws_on_gpu", False))
+
+    def generate(self, *, request: GenerationRequest) -> Generated:
+        if not self.in_own_process:
+            local: Generated = self._local.generate(request=request)
+            return local
+        result: Generated = self._child.call("generate", {"request": request})
+        return result
+
+    @property
+    def drawing_pid(self) -> int | None:
+        """The child's process id while one runs."""
+        return self._child.pid
+
+    def close(self) -> None:
+        self._child.stop()
+
+    def __getattr__(self, name: str) -> Any:
+        # Only what the local backend has: the pipeline asks getattr(model, "generate_batch").
+        attribute = getattr(self._local, name)
+        if name == "generate_batch" and callable(attribute):
+            return functools.partial(self._generate_batch)
+        return attribute
+
+    def _generate_batch(self, *, requests: Sequence[GenerationRequest]) -> list[Generated]:
+        if not self.in_own_process:
+            local: list[Generated] = self._local.generate_batch(requests=requests)
+            return local
+        result: list[Generated] = self._child.call("generate_batch",
+                                                   {"requests": list(requests)})
+        return result
+
+
+class DrawingProcess:
+    """One child process holding one backend, called one request at a time."""
+
+    def __init__(self, factory: Callable[[], Any], name: str) -> None:
+        self._factory = factory
+        self._name = name
+        self._lock = threading.Lock()
+        self._process: Any = None  # multiprocessing's SpawnProcess
+        self._connection: Connection | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else int(self._process.pid)
+
+    def call(self, method: str, arguments: Mapping[str, Any]) -> Any:
+        try:  # pickled here: a request that cannot go is this call's error, not half sent
+            request = pickle.dumps((method, dict(arguments)), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise ModelError(f"the request cannot be sent to the process drawing for "
+                             f"{self._name}: {describe_failure(exc)}") from None
+        with self._lock:
+            connection = self._sent(request)
+            try:
+                answer = connection.recv_bytes()
+            except (EOFError, OSError) as exc:
+                raise ModelError(self._lost(exc)) from None
+        try:
+            status, value = pickle.loads(answer)
+        except Exception as exc:
+            raise ModelError(f"the answer of the process drawing for {self._name} cannot be "
+                             f"read here: {describe_failure(exc)}") from None
+        if status == "ok":
+            return value
+        raise ModelError(str(value))
+
+    def _sent(self, request: bytes) -> Connection:
+        """The connection the request went out on. A child that died since its last answer
+        never saw the request, so a new one is started and takes it."""
+        try:
+            connection = self._started()
+            connection.send_bytes(request)
+            return connection
+        except OSError as exc:
+            self._lost(exc)
+        connection = self._started()
+        try:
+            connection.send_bytes(request)
+        except OSError as exc:
+            raise ModelError(self._lost(exc)) from None
+        return connection
+
+    def stop(self) -> None:
+        """End the child: asked first, then terminated if it does not go."""
+        with self._lock:
+            process, connection = self._process, self._connection
+            self._process = self._connection = None
+        if process is None or connection is None:
+            return
+        with contextlib.suppress(OSError):
+            connection.send(STOP)
+        process.join(JOIN_TIMEOUT_S)
+        if process.is_alive():
+            process.terminate()
+            process.join(JOIN_TIMEOUT_S)
+        connection.close()
+
+    def _started(self) -> Connection:
+        if self._connection is not None and self._process is not None \
+                and self._process.is_alive():
+            return self._connection
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        mine, theirs = context.Pipe()
+        # Not a daemon, so that the backend may start processes of its own (data loaders);
+        # ended at this process's exit instead (see _stop_all).
+        process = context.Process(target=serve, args=(theirs, self._factory), daemon=False,
+                                  name=f"imagetime-draw {self._name}")
+        process.start()
+        _register(self)
+        theirs.close()
+        self._process, self._connection = process, mine
+        return mine
+
+    def _lost(self, exc: BaseException) -> str:
+        process, connection = self._process, self._connection
+        self._process = self._connection = None
+        if connection is not None:
+            connection.close()
+        code = None
+        if process is not None:
+            process.join(JOIN_TIMEOUT_S)
+            code = process.exitcode
+        return (f"the process drawing for {self._name} ended ({_exit_status(code)}) before "
+                f"it answered ({type(exc).__name__}); the next drawing starts a new one")
+
+
+_RUNNING: weakref.WeakSet[DrawingProcess] = weakref.WeakSet()
+_EXIT_HANDLER: list[bool] = []  # one entry once registered
+
+
+def _register(child: DrawingProcess) -> None:
+    # Registered after multiprocessing's own exit handler, so it runs first: that one joins
+    # every child that is not a daemon, and a drawing child waits for its next request.
+    if not _EXIT_HANDLER:
+        _EXIT_HANDLER.append(True)
+        atexit.register(_stop_all)
+    _RUNNING.add(child)
+
+
+def _stop_all() -> None:
+    for child in list(_RUNNING):
+        child.stop()
+
+
+def _exit_status(code: int | None) -> str:
+    if code is None:
+        return "still running, and no longer answering"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def serve(connection: Connection, factory: Callable[[], Any]) -> None:
+    """The child's loop: build the backend on the first request, then answer each one."""
+    # Ctrl-C reaches the whole process group: the parent decides when the child ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    model: Any = None
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        if message is STOP:
+            return
+        method, arguments = message
+        try:
+            if model is None:
+                model = factory()
+            answer: tuple[str, Any] = ("ok", getattr(model, method)(**arguments))
+        except Exception as exc:
+            answer = ("error", describe_failure(exc))
+        try:
+            connection.send(answer)
+        except (OSError, ValueError):
+            return  # the parent is gone
+        except Exception as exc:  # the answer does not pickle
+            connection.send(("error", f"the backend's answer cannot be sent back: "
+                                      f"{describe_failure(exc)}"))
+
+
+def factory_of(registry: Any, spec: str, options: ModelOptions) -> Callable[[], Any]:
+    """What the child calls to build the backend: the registry's create, picklable."""
+    return functools.partial(registry.create, spec, options=options)
