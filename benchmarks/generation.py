@@ -11,6 +11,9 @@ the pixel judge. Then the plugin again with ``--imagetime-batch-size=B``.
     python benchmarks/generation.py [--n 120] [--repeat 3] [--kind sd] [--steps 2]
                                     [--size 64] [--device cpu|cuda] [--batch 8]
 
+Each repetition also runs the plugin with the other ``--imagetime-model-process`` choice
+(the default, auto, draws in a child process on a GPU and in the pytest process on the CPU).
+
 Targets: plugin within 5% of the bare loop on the CPU, 2% on a GPU.
 """
 
@@ -57,16 +60,22 @@ import json, sys, time
 import torch
 from diffusers import DiffusionPipeline
 
-path, device, steps, size, prompts_file = sys.argv[1:6]
+path, device, dtype, steps, size, prompts_file = sys.argv[1:7]
 prompts = json.loads(open(prompts_file).read())
-pipe = DiffusionPipeline.from_pretrained(path).to(device)
+# The plugin's dtype, and its CPU generators (the same noise on any device).
+pipe = DiffusionPipeline.from_pretrained(path, torch_dtype=getattr(torch, dtype)).to(device)
 pipe.set_progress_bar_config(disable=True)
-pipe(prompts[0][1], num_inference_steps=int(steps), height=int(size), width=int(size),
-     generator=torch.Generator(device).manual_seed(0))  # warm-up, as the plugin's first item
+
+
+def draw(seed, prompt):
+    return pipe([prompt], num_inference_steps=int(steps), height=int(size), width=int(size),
+                generator=[torch.Generator("cpu").manual_seed(seed)]).images[0]
+
+
+draw(0, prompts[0][1])  # warm-up, as the plugin's first item
 start = time.perf_counter()
 for seed, prompt in prompts:
-    image = pipe(prompt, num_inference_steps=int(steps), height=int(size), width=int(size),
-                 generator=torch.Generator(device).manual_seed(seed)).images[0]
+    image = draw(seed, prompt)
 print(json.dumps({"seconds": time.perf_counter() - start}))
 """
 
@@ -86,20 +95,21 @@ def case_prompts(n: int) -> tuple[list[Path], list[tuple[int, str]]]:
     return files, prompts
 
 
-def bare(work: Path, pipeline: Path, device: str, steps: int, size: int,
+def bare(work: Path, pipeline: Path, device: str, dtype: str, steps: int, size: int,
          prompts: Sequence[tuple[int, str]]) -> float:
     script = work / "bare.py"
     script.write_text(BARE_LOOP)
     prompts_file = work / "prompts.json"
     prompts_file.write_text(json.dumps(list(prompts)))
-    out = subprocess.run([sys.executable, str(script), str(pipeline), device, str(steps),
-                          str(size), str(prompts_file)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, str(script), str(pipeline), device, dtype,
+                          str(steps), str(size), str(prompts_file)], capture_output=True, text=True,
                          check=True)
     return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def through_plugin(work: Path, pipeline: Path, device: str, steps: int, size: int,
-                   files: Sequence[Path], batch: int) -> tuple[float, int]:
+def through_plugin(work: Path, pipeline: Path, device: str, dtype: str, steps: int,
+                   size: int, files: Sequence[Path], batch: int,
+                   process: str = "auto") -> tuple[float, int]:
     run = Path(tempfile.mkdtemp(dir=work))
     (run / "timing_plugin.py").write_text(TIMING_PLUGIN)
     times = run / "times.json"
@@ -107,9 +117,9 @@ def through_plugin(work: Path, pipeline: Path, device: str, steps: int, size: in
     env = {**os.environ, "IMAGETIME_BENCH_TIMES": str(times), "PYTHONPATH": path}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
            "timing_plugin", *map(str, files), f"--imagetime-model=diffusers:{pipeline}"
-           f":steps={steps}", f"--imagetime-size={size}", "--imagetime-judge=pixel",
+           f":steps={steps},dtype={dtype}", f"--imagetime-size={size}", "--imagetime-judge=pixel",
            f"--imagetime-devices={device}", f"--imagetime-batch-size={batch}",
-           "--imagetime-progress=0"]
+           f"--imagetime-model-process={process}", "--imagetime-progress=0"]
     proc = subprocess.run(cmd, cwd=run, env=env, capture_output=True, text=True, check=False)
     if proc.returncode not in (0, 1):
         sys.exit(f"pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
@@ -130,36 +140,53 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--dtype", default=None,
+                        help="the plugin's default: float32 on the CPU, bfloat16 on CUDA")
     args = parser.parse_args()
+    dtype = args.dtype or ("float32" if args.device == "cpu" else "bfloat16")
 
     import torch
     from tests.tiny_pipelines import save_pipeline
 
     files, prompts = case_prompts(args.n)
+    # The default (auto) draws in a child process on a GPU and here on the CPU; the other
+    # choice is timed beside it.
+    on_gpu = args.device != "cpu"
+    other = "off" if on_gpu else "on"
     with tempfile.TemporaryDirectory(prefix="imagetime-generation-") as tmp:
         work = Path(tmp)
         pipeline = save_pipeline(args.kind, work / "pipeline")
-        results: dict[str, list[float]] = {"bare": [], "plugin": [], "batched": []}
+        results: dict[str, list[float]] = {"bare": [], "plugin": [], "other": [],
+                                           "batched": []}
         for _ in range(args.repeat):
-            results["bare"].append(len(prompts) / bare(work, pipeline, args.device, args.steps,
-                                                       args.size, prompts))
-            seconds, items = through_plugin(work, pipeline, args.device, args.steps, args.size,
-                                            files, 1)
+            results["bare"].append(len(prompts) / bare(work, pipeline, args.device, dtype,
+                                                       args.steps, args.size, prompts))
+            seconds, items = through_plugin(work, pipeline, args.device, dtype, args.steps,
+                                            args.size, files, 1)
             results["plugin"].append(items / seconds)
-            seconds, items = through_plugin(work, pipeline, args.device, args.steps, args.size,
-                                            files, args.batch)
+            seconds, items = through_plugin(work, pipeline, args.device, dtype, args.steps,
+                                            args.size, files, 1, other)
+            results["other"].append(items / seconds)
+            seconds, items = through_plugin(work, pipeline, args.device, dtype, args.steps,
+                                            args.size, files, args.batch)
             results["batched"].append(items / seconds)
+            # Each repetition as it ends: a run stopped at a time limit keeps what it measured.
+            print("repetition " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in results.items())
+                  + " images/s", flush=True)
     device = (torch.cuda.get_device_name(0) if args.device.startswith("cuda")
               else platform.processor() or "cpu")
     print(f"machine: {os.cpu_count()} cores, {device}, Python {platform.python_version()}, "
           f"torch {torch.__version__}, diffusers {version('diffusers')}")
     print(f"tiny {args.kind} pipeline, {args.steps} steps, {args.size} px, {len(prompts)} "
-          f"prompts, device {args.device}; images/s, median of {args.repeat} [min-max]\n")
+          f"prompts, device {args.device}, {dtype}; images/s, median of {args.repeat} [min-max]\n")
     median = {k: statistics.median(v) for k, v in results.items()}
-    for name, label in (("bare", "bare loop"), ("plugin", "plugin, batch 1"),
-                        ("batched", f"plugin, batch {args.batch}")):
+    default = "own process" if on_gpu else "this process"
+    labels = (("bare", "bare loop"), ("plugin", f"plugin, batch 1 (default: {default})"),
+              ("other", f"plugin, batch 1, --imagetime-model-process={other}"),
+              ("batched", f"plugin, batch {args.batch}"))
+    for name, label in labels:
         values = results[name]
-        print(f"{label:<18} {median[name]:8.2f} [{min(values):.2f}-{max(values):.2f}]")
+        print(f"{label:<46} {median[name]:8.2f} [{min(values):.2f}-{max(values):.2f}]")
     target = 0.98 if args.device.startswith("cuda") else 0.95
     ratio = median["plugin"] / median["bare"]
     print(f"\nplugin / bare: {ratio:.3f} (target >= {target}) "
