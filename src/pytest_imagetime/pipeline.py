@@ -24,7 +24,6 @@ run at once, and a hosted backend with ``concurrency`` > 1 gets that many calls 
 
 from __future__ import annotations
 
-import pickle
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -351,6 +350,7 @@ class Pipeline:
         """The drawing with its PNG and pixel facts made in a measuring process; as it came
         when there is nothing to make, or the processes cannot (the sheet is then encoded
         and measured here, as without them)."""
+        import pickle
         from concurrent.futures.process import BrokenProcessPool
 
         encode, measure = needs_measuring(spec, drawing)

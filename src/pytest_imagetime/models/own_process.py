@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import pickle
 import signal
 import threading
 import weakref
@@ -120,6 +119,8 @@ class DrawingProcess:
         return None if self._process is None else int(self._process.pid)
 
     def call(self, method: str, arguments: Mapping[str, Any]) -> Any:
+        import pickle  # here: most runs never draw apart, and pytest does not import it
+
         try:  # pickled here: a request that cannot go is this call's error, not half sent
             request = pickle.dumps((method, dict(arguments)), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:
