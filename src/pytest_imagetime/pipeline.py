@@ -10,7 +10,9 @@ model) has its sheets stored and measured between two drawings instead: beside t
 work could only compete for the same cores and the interpreter lock. Likewise a judge that
 computes in this process (``cpu_bound``: the pixel and replay judges) judges each sheet on
 the thread that stored it; the judge pool is for judges that wait on a server.
-An item's setup then only waits for its own result.
+A backend that draws in a process of its own (``--imagetime-model-process``) has its sheets
+encoded and measured in measuring processes too, so that this process's interpreter lock is
+left to pytest and the judge. An item's setup then only waits for its own result.
 
 Memory stays flat: at most ``lookahead`` sheets are generated and not yet judged (images are
 on disk; the pool holds only those in flight), and results are dropped once taken.
