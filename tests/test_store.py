@@ -1,15 +1,21 @@
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import stat
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from pytest_imagetime import store
 from pytest_imagetime.store import (
     RunPaths,
     atomic_write_bytes,
+    atomic_write_text,
     dir_slug,
     find_stored_sheet,
     input_key,
@@ -37,6 +43,59 @@ def test_atomic_write_leaves_no_partial_file(tmp_path: Path,
         atomic_write_bytes(target, b"new")
     assert target.read_bytes() == b"old"
     assert [p.name for p in target.parent.iterdir()] == ["file.bin"]
+
+
+def test_a_failed_report_write_leaves_the_old_report(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    atomic_write_text(target, ["old"])
+
+    def chunks() -> Iterator[str]:
+        yield "half of the new"
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_text(target, chunks())
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_written_files_get_the_mode_open_gives(tmp_path: Path, umask: int, mode: int) -> None:
+    old = os.umask(umask)
+    try:
+        atomic_write_bytes(tmp_path / "a.bin", b"a")
+        atomic_write_text(tmp_path / "b.txt", ["b"])
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.bin").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "b.txt").stat().st_mode) == mode
+
+
+def test_a_temporary_name_left_by_a_killed_process_is_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "_TEMPORARY_NUMBERS", itertools.count(7))
+    left = tmp_path / f".file.bin.{os.getpid()}-7.tmp"
+    left.write_bytes(b"half")
+    atomic_write_bytes(tmp_path / "file.bin", b"whole")
+    assert (tmp_path / "file.bin").read_bytes() == b"whole"
+    assert left.read_bytes() == b"half"  # not ours to delete or overwrite
+
+
+def test_threads_writing_one_file_never_mix_their_contents(tmp_path: Path) -> None:
+    target = tmp_path / "shared.json"
+    contents = [bytes([65 + t]) * 10_000 for t in range(8)]
+
+    def write(data: bytes) -> None:
+        for _ in range(25):
+            atomic_write_bytes(target, data)
+
+    threads = [threading.Thread(target=write, args=(data,)) for data in contents]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert target.read_bytes() in contents
+    assert [p.name for p in tmp_path.iterdir()] == ["shared.json"]
 
 
 def test_run_paths_layout(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ JudgmentError with the reason, and the item becomes an error.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .cases import Case
@@ -27,6 +27,9 @@ class Verdict:
     id: str
     value: bool | None
     evidence: str = ""
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"id": self.id, "value": self.value, "evidence": self.evidence}
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,14 @@ class Judgment:
     evaluates_predicates: bool = False
 
     def to_json(self) -> dict[str, JSON]:
-        data = asdict(self)
+        """What ``dataclasses.asdict`` gives, built field by field: its deep copy of ``raw``
+        (a judge's whole answer) cost more than the rest of storing a judgment. ``raw`` is
+        shared, not copied: the result is for serialising."""
+        data = {name: getattr(self, name) for name in _JUDGMENT_FIELDS}
         data["scores"] = dict(self.scores)
         data["confidence"] = dict(self.confidence)
+        data["predicates"] = tuple(v.to_json() for v in self.predicates)
+        data["forbidden"] = tuple(v.to_json() for v in self.forbidden)
         return data
 
     @classmethod
@@ -62,6 +70,9 @@ class Judgment:
         values["forbidden"] = tuple(Verdict(**v) for v in values.get("forbidden", ()))
         values["labels"] = tuple(values.get("labels", ()))
         return cls(**values)
+
+
+_JUDGMENT_FIELDS = tuple(f.name for f in fields(Judgment))
 
 
 def validate_judgment(judgment: Judgment, case: Case, setting: Setting,
