@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+import sys
 from pathlib import Path
 
 import pytest
 
+import pytest_imagetime
 from pytest_imagetime import case_cache
 from pytest_imagetime.cases import builtin_cases_dir, inspect_case_file, load_case_file
 from tests.builders import case_dict, write_case_file
@@ -158,3 +160,33 @@ def test_values_marshal_cannot_keep_are_not_kept(cache: Path) -> None:
     case_cache.store("dated", ({"when": datetime.date(2026, 1, 1)}, None, [], []))
     assert case_cache.load("dated") is None
     assert not _entries(cache)
+
+
+def test_a_kept_file_is_built_without_pyyaml(tmp_path: Path, cache: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = write_case_file(tmp_path / "kept.yaml", [case_dict()])
+    expected = load_case_file(kept)
+    monkeypatch.setitem(sys.modules, "yaml", None)  # any import of it now fails
+    monkeypatch.delitem(sys.modules, "pytest_imagetime.case_yaml", raising=False)
+    monkeypatch.delattr(pytest_imagetime, "case_yaml", raising=False)
+    assert load_case_file(kept) == expected
+    new = write_case_file(tmp_path / "new.yaml", [case_dict("kitchen-pour-water-2", variant=2)])
+    with pytest.raises(ImportError):  # the guard above is real: a new text needs the parser
+        load_case_file(new)
+
+
+def test_another_pyyaml_parses_again(tmp_path: Path, cache: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    installed = case_cache._installed_yaml()
+    assert installed is not None and installed.startswith(str(yaml.__file__))
+    path = write_case_file(tmp_path / "one.yaml", [case_dict()])
+    load_case_file(path)
+    monkeypatch.setattr(case_cache, "_installed_yaml", lambda: f"{installed}:upgraded")
+    case_cache._code_digest.cache_clear()
+    try:
+        load_case_file(path)
+        assert len(_entries(cache)) == 2  # not found under the old key: parsed and kept anew
+    finally:
+        case_cache._code_digest.cache_clear()

@@ -20,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_imagetime import cases
+from pytest_imagetime import case_yaml, cases
 from pytest_imagetime.cases import (
     CaseFileError,
     builtin_cases_dir,
@@ -213,7 +213,7 @@ TRICKY_YAML = [
 
 
 def _compose(text: str) -> yaml.Node:
-    node = yaml.compose(text, Loader=cases._Loader)
+    node = yaml.compose(text, Loader=case_yaml._Loader)
     assert node is not None
     return node
 
@@ -227,13 +227,16 @@ def _all_paths(lines: dict[tuple[str | int, ...], int]) -> list[tuple[str | int,
 
 def _both_ways(text: str) -> tuple[Any, dict[tuple[str | int, ...], int], list[cases._Lines]]:
     """The reference parse (data with every line) and the fast one (plain data, lines looked
-    up lazily); their data must be equal."""
+    up lazily, from the parse's nodes or, for a kept file, from nodes composed again); their
+    data must be equal."""
     lines: dict[tuple[str | int, ...], int] = {}
-    data = cases._to_data(_compose(text), (), lines, yaml.constructor.SafeConstructor())
-    parsed = cases._parse(text)
+    data = case_yaml._to_data(_compose(text), (), lines, yaml.constructor.SafeConstructor())
+    parsed = case_yaml.parse(text)
     assert parsed is not None
-    assert parsed[0] == data
-    return data, lines, [parsed[1]]
+    plain, case_lines, root = parsed
+    assert plain == data
+    return data, lines, [cases._Lines(case_lines, lambda: root),
+                         cases._Lines(case_lines, lambda: cases._composed(text))]
 
 
 @pytest.mark.parametrize("text", TRICKY_YAML)

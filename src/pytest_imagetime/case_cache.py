@@ -23,17 +23,17 @@ import hashlib
 import marshal
 import os
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, cast
-
-import yaml
 
 FORMAT = 2  # of what is kept; old entries are never looked up again, and are pruned
 MAX_ENTRIES = 256  # a few versions of every case file a machine has
 SUFFIX = ".parsed"
 OFF = ("", "off", "none")
 # What decides the data, lines and problems of a text, besides PyYAML.
-CODE = ("cases.py", "case_cache.py", "rubric.py", "schemacheck.py", "schemas/cases.schema.json")
+CODE = ("cases.py", "case_yaml.py", "case_cache.py", "rubric.py", "schemacheck.py",
+        "schemas/cases.schema.json")
 
 Found = tuple[str, int | None, str | None, str | None, str]  # a problem, less its path
 # Plain data, the line of each case, problems, and each case's spec hash (hashing a case's
@@ -56,14 +56,31 @@ def cache_dir() -> Path | None:
 def _code_digest() -> str | None:
     """None when the code cannot be read (a zipped install, say): then nothing is kept."""
     here = Path(__file__).parent
+    parser = _installed_yaml()
+    if parser is None:
+        return None
     digest = hashlib.sha256(
-        f"{FORMAT}:{yaml.__version__}:{marshal.version}:{sys.version_info[:2]}".encode())
+        f"{FORMAT}:{parser}:{marshal.version}:{sys.version_info[:2]}".encode())
     try:
         for name in CODE:
             digest.update((here / name).read_bytes())
     except OSError:
         return None
     return digest.hexdigest()
+
+
+def _installed_yaml() -> str | None:
+    """Which PyYAML parses, without importing it (a kept file never needs it): the path,
+    size and time of its module, which any install, upgrade or downgrade changes."""
+    try:
+        spec = find_spec("yaml")
+        origin = None if spec is None else spec.origin
+        if origin is None:
+            return None
+        found = os.stat(origin)
+    except (ImportError, OSError, ValueError):
+        return None
+    return f"{origin}:{found.st_size}:{found.st_mtime_ns}"
 
 
 def _entry(folder: Path, text: str) -> Path:

@@ -20,14 +20,14 @@ from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-
 from . import case_cache
 from .rubric import LEVEL_KEYS, Applicability
 from .schemacheck import Check, UnsupportedSchema, compile_check
 
 if TYPE_CHECKING:
     import jsonschema
+
+    from .case_yaml import Located
 
 CASE_FORMAT = "cases/1"
 STAGES: tuple[str, ...] = ("t1", "t2", "t3", "t4")
@@ -210,77 +210,7 @@ def looks_like_case_file(path: Path) -> bool:
     return False
 
 
-# ---------------------------------------------------------------- YAML with line numbers
-
-Located = dict[tuple[str | int, ...], int]
-
-
-# libyaml's parser when present: several times faster than the pure-Python one.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _to_data(node: yaml.Node, where: tuple[str | int, ...], lines: Located,
-             scalars: yaml.constructor.SafeConstructor) -> Any:
-    lines[where] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = str(scalars.construct_object(key_node))
-            out[key] = _to_data(value_node, (*where, key), lines, scalars)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_to_data(v, (*where, i), lines, scalars) for i, v in enumerate(node.value)]
-    return scalars.construct_object(node)
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-def _to_plain(node: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> Any:
-    """What _to_data returns, without the line map a valid file never needs. Strings, nearly
-    every scalar of a case file, skip the constructor: for them it returns the node's value."""
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode):
-                key = key_node.value
-            else:
-                key = str(scalars.construct_object(key_node))
-            if value_node.tag == _STR_TAG and isinstance(value_node, yaml.ScalarNode):
-                out[key] = value_node.value
-            else:
-                out[key] = _to_plain(value_node, scalars)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [v.value if v.tag == _STR_TAG and isinstance(v, yaml.ScalarNode)
-                else _to_plain(v, scalars) for v in node.value]
-    if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
-        return node.value
-    return scalars.construct_object(node)
-
-
-def _parse(text: str) -> tuple[Any, _Lines] | None:
-    """The file's plain data and its lines; None for an empty file; raises
-    yaml.MarkedYAMLError."""
-    node = yaml.compose(text, Loader=_Loader)
-    if node is None:
-        return None
-    scalars = yaml.constructor.SafeConstructor()
-    return _to_plain(node, scalars), _Lines(_case_lines(node, scalars), lambda: node)
-
-
-def _case_lines(root: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> list[int] | None:
-    """The line of each case, read straight off the nodes."""
-    lines = None
-    if isinstance(root, yaml.MappingNode):
-        for key_node, value_node in root.value:  # the last 'cases' wins, as in the data
-            key = (key_node.value if key_node.tag == _STR_TAG
-                   and isinstance(key_node, yaml.ScalarNode)
-                   else str(scalars.construct_object(key_node)))
-            if key == "cases":
-                lines = ([n.start_mark.line + 1 for n in value_node.value]
-                         if isinstance(value_node, yaml.SequenceNode) else None)
-    return lines
+# ---------------------------------------------------------------- lines of a case file
 
 
 class _Lines:
@@ -288,7 +218,7 @@ class _Lines:
     asks for the line of each case; the full map is built the first time anything else is
     asked, that is when there is a problem to locate."""
 
-    def __init__(self, cases: list[int] | None, root: Callable[[], yaml.Node | None]) -> None:
+    def __init__(self, cases: list[int] | None, root: Callable[[], Any]) -> None:
         self.cases = cases
         self._root = root
         self._map: Located | None = None
@@ -301,7 +231,9 @@ class _Lines:
             self._map = {}
             root = self._root()
             if root is not None:
-                _to_data(root, (), self._map, yaml.constructor.SafeConstructor())
+                from . import case_yaml
+
+                case_yaml.locate(root, self._map)
         return _line_of(self._map, where)
 
 
@@ -367,15 +299,18 @@ def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem
     kept = case_cache.load(text)
     if kept is not None:
         return _from_cache(text, shown, kept)
+    from . import case_yaml  # only here: a kept file never imports PyYAML
+
     try:
-        parsed = _parse(text)
-    except yaml.MarkedYAMLError as exc:
+        parsed = case_yaml.parse(text)
+    except case_yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         return (), [Problem(shown, f"not valid YAML: {exc.problem or exc}", line=line)]
     if parsed is None:
         return (), [Problem(shown, f"empty file; a case file starts with "
                                    f"'imagetime: {CASE_FORMAT}'")]
-    data, lines = parsed
+    data, case_lines, root = parsed
+    lines = _Lines(case_lines, lambda: root)
     problems: list[Problem] = []
     check = _fast_check()
     valid = check is not None and isinstance(data, dict) and "imagetime" in data and check(data)
@@ -403,7 +338,7 @@ def _from_cache(text: str, shown: str, kept: case_cache.Kept) -> tuple[tuple[Cas
     """What _inspect_text found in this text before, with ``shown`` as the path: the checks
     are not run again (the cache key covers their code)."""
     data, case_lines, found, hashes = kept
-    lines = _Lines(case_lines, lambda: yaml.compose(text, Loader=_Loader))
+    lines = _Lines(case_lines, lambda: _composed(text))
     cases = tuple(_build_case(raw, data.get("domain"), shown, lines, i)
                   for i, raw in enumerate(data["cases"]))
     if len(hashes) == len(cases):
@@ -412,6 +347,13 @@ def _from_cache(text: str, shown: str, kept: case_cache.Kept) -> tuple[tuple[Cas
     return cases, [Problem(shown, message, line, case_id, name,
                            "warning" if severity == "warning" else "error")
                    for message, line, case_id, name, severity in found]
+
+
+def _composed(text: str) -> Any:
+    """The YAML node tree of a kept file, composed again only to locate a problem."""
+    from . import case_yaml
+
+    return case_yaml.compose(text)
 
 
 def _schema_problems(data: Any, shown: str,
