@@ -27,6 +27,11 @@ UNREADABLE = "unreadable"
 SPAWNS = "spawns"
 EXIT = "exit"
 KILL = "kill"
+SLOW = "slow"  # draws for SLOW_S seconds
+
+SLOW_S = 2.0
+# Each drawing the child starts and ends, "<seed> <action> start|end" a line, when set.
+DRAW_LOG = "IMAGETIME_TEST_DRAW_LOG"
 
 MODEL_ERROR_TEXT = "no room left on the device for this sheet"
 OTHER_ERROR_TEXT = "the pipeline lost its scheduler"
@@ -63,6 +68,15 @@ class ChildBackend:
 
     def generate(self, *, request: GenerationRequest) -> Generated:
         action = request.text
+        _log(f"{request.seed} {action} start")
+        try:
+            return self._generate(request, action)
+        finally:
+            _log(f"{request.seed} {action} end")
+
+    def _generate(self, request: GenerationRequest, action: str) -> Generated:
+        if action == SLOW:
+            time.sleep(SLOW_S)
         if action == MODEL_ERROR:
             raise ModelError(MODEL_ERROR_TEXT)
         if action == OTHER_ERROR:
@@ -82,6 +96,13 @@ class ChildBackend:
             worker.join()
             return Generated(image, {"pid": os.getpid(), "worker_exit": worker.exitcode})
         return Generated(image, {"pid": os.getpid(), "seed": request.seed})
+
+
+def _log(line: str) -> None:
+    path = os.environ.get(DRAW_LOG)
+    if path:
+        with open(path, "a") as log:
+            log.write(line + "\n")
 
 
 class BatchChildBackend(ChildBackend):

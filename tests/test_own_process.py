@@ -260,6 +260,158 @@ def test_close_ends_the_child() -> None:
     assert model.drawing_pid is None
 
 
+# ---------------------------------------------------------------- drawing ahead
+
+
+@pytest.fixture
+def logged_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                 ) -> Iterator[tuple[OwnProcessModel, Path]]:
+    """A batching test backend in a child of its own that logs every drawing."""
+    log = tmp_path / "draws.log"
+    monkeypatch.setenv(backends.DRAW_LOG, str(log))  # the child is spawned with it
+    model = OwnProcessModel(functools.partial(backends.BatchChildBackend),
+                            backends.BatchChildBackend(), "on")
+    yield model, log
+    model.close()
+
+
+def _drawn(log: Path) -> list[str]:
+    """``seed action`` of each drawing the child finished, in order."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [line.rpartition(" ")[0] for line in lines if line.endswith(" end")]
+
+
+def _ahead(*requests: GenerationRequest) -> list[tuple[str, dict[str, Any]]]:
+    return [("generate", {"request": request}) for request in requests]
+
+
+def test_calls_sent_ahead_are_drawn_once_before_they_are_asked_for(
+        logged_child: tuple[OwnProcessModel, Path]) -> None:
+    model, log = logged_child
+    model.generate(request=_request(seed=1))  # starts the child
+    model.draw_ahead(_ahead(_request(seed=2), _request(seed=3)))
+    model.draw_ahead(_ahead(_request(seed=3)))  # queued already: not sent again
+    deadline = time.monotonic() + 30
+    while len(_drawn(log)) < 3:  # drawn without being asked for
+        assert time.monotonic() < deadline, f"the child did not draw ahead: {_drawn(log)}"
+        time.sleep(0.01)
+    assert model.generate(request=_request(seed=2)).details["seed"] == 2
+    assert model.generate(request=_request(seed=3)).details["seed"] == 3
+    assert model.generate(request=_request(seed=4)).details["seed"] == 4
+    assert _drawn(log) == ["1 draw", "2 draw", "3 draw", "4 draw"]
+
+
+def test_nothing_goes_ahead_before_the_first_drawing_or_when_drawing_here(
+        tmp_path: Path, logged_child: tuple[OwnProcessModel, Path]) -> None:
+    model, log = logged_child
+    model.draw_ahead(_ahead(_request(seed=2)))
+    assert model.drawing_pid is None  # sending ahead never starts a child
+    here = OwnProcessModel(functools.partial(backends.ChildBackend),
+                           backends.ChildBackend(on_gpu=False), "auto")
+    here.draw_ahead(_ahead(_request(seed=2)))
+    assert here.drawing_pid is None
+    assert here.generate(request=_request(seed=2)).details["pid"] == os.getpid()
+    assert _drawn(log) == ["2 draw"]  # the local backend's drawing, in this process
+
+
+def test_an_answer_no_call_asks_for_is_dropped(
+        logged_child: tuple[OwnProcessModel, Path]) -> None:
+    model, log = logged_child
+    model.generate(request=_request(seed=1))
+    model.draw_ahead(_ahead(_request(seed=2), _request(backends.MODEL_ERROR, seed=3)))
+    drawn = model.generate(request=_request(seed=5))  # neither: both answers go
+    assert drawn.details["seed"] == 5
+    assert model.generate(request=_request(seed=6)).details["seed"] == 6
+    assert _drawn(log) == ["1 draw", "2 draw", f"3 {backends.MODEL_ERROR}", "5 draw", "6 draw"]
+
+
+def test_a_batch_sent_ahead_answers_its_batch_call(
+        logged_child: tuple[OwnProcessModel, Path]) -> None:
+    model, log = logged_child
+    model.generate(request=_request(seed=1))
+    requests = [_request(seed=2), _request(seed=3)]
+    model.draw_ahead([("generate_batch", {"requests": requests})])
+    assert [d.details["seed"] for d in model.generate_batch(requests=requests)] == [2, 3]
+    assert _drawn(log) == ["1 draw", "2 draw", "3 draw"]
+
+
+def test_a_child_that_dies_on_a_call_sent_ahead_fails_that_call(
+        logged_child: tuple[OwnProcessModel, Path]) -> None:
+    model, _ = logged_child
+    dead = model.generate(request=_request(seed=1)).details["pid"]
+    kill = _request(backends.KILL, seed=2)
+    model.draw_ahead(_ahead(kill))
+    with pytest.raises(ModelError, match=r"killed by SIGKILL"):
+        model.generate(request=kill)
+    again = model.generate(request=_request(seed=3)).details
+    assert again["seed"] == 3 and again["pid"] not in (dead, None)
+
+
+def test_a_call_queued_behind_the_one_that_killed_the_child_goes_to_a_new_one(
+        logged_child: tuple[OwnProcessModel, Path]) -> None:
+    model, log = logged_child
+    dead = model.generate(request=_request(seed=1)).details["pid"]
+    model.draw_ahead(_ahead(_request(backends.KILL, seed=2), _request(seed=3)))
+    drawn = model.generate(request=_request(seed=3))  # the child never started it
+    assert drawn.details["seed"] == 3 and drawn.details["pid"] != dead
+    assert _drawn(log) == ["1 draw", "3 draw"]
+
+
+def test_close_ends_a_child_drawing_ahead_without_waiting_for_its_drawings(
+        logged_child: tuple[OwnProcessModel, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_imagetime.models import own_process
+
+    model, log = logged_child
+    monkeypatch.setattr(own_process, "JOIN_TIMEOUT_S", 60.0)  # a wait would show
+    model.generate(request=_request(seed=1))
+    process = model._child._process
+    model.draw_ahead(_ahead(_request(backends.SLOW, seed=2)))
+    deadline = time.monotonic() + 30
+    while f"2 {backends.SLOW} start" not in log.read_text():
+        assert time.monotonic() < deadline, "the child did not start the drawing ahead"
+        time.sleep(0.01)
+    model.close()
+    assert process.exitcode == -signal.SIGTERM  # ended, not asked to finish and stop
+    assert _drawn(log) == ["1 draw"]
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_the_planned_calls_are_the_calls_draw_sheets_makes(
+        tmp_path: Path, logged_child: tuple[OwnProcessModel, Path], count: int) -> None:
+    """Sent ahead, they answer draw_sheets without a drawing more: one generate for one
+    case, one generate_batch for several; a stored sheet makes no call."""
+    from pytest_imagetime.judges.pixel import PixelJudge
+    from pytest_imagetime.runner import (
+        Drawn,
+        RunSpec,
+        case_seed,
+        draw_sheets,
+        planned_calls,
+        store_sheet,
+    )
+    from pytest_imagetime.sheet_prompts import sheet_prompt
+    from pytest_imagetime.store import RunPaths
+
+    model, log = logged_child
+    judge = PixelJudge()
+    spec = RunSpec(model=model, judge=judge, setting="prompt-only", size=64, run_seed=0,
+                   paths=RunPaths(tmp_path / "out", model.name, judge.name, "prompt-only"))
+    first, *cases = [make_case(f"kitchen-pour-water-{n}") for n in range(count + 1)]
+    model.generate(request=_request(seed=1))  # the child runs
+    calls = planned_calls(spec, cases)
+    assert [method for method, _ in calls] == ["generate" if count == 1 else "generate_batch"]
+    model.draw_ahead(calls)
+    drawn = draw_sheets(spec, cases)
+    assert len(_drawn(log)) == 1 + count  # each case once: every answer was taken
+    for drawing in drawn:
+        assert isinstance(drawing, Drawn)
+        store_sheet(spec, drawing)
+    assert planned_calls(spec, cases) == []  # stored: nothing to draw
+    assert planned_calls(spec, [first, *cases]) == _ahead(
+        GenerationRequest(first, "prompt-only", 64, case_seed(0, first.id),
+                          prompt=sheet_prompt(first, False, (2, 2))))
+
+
 def test_a_model_never_asked_to_draw_starts_no_child() -> None:
     before = _children()
     model = OwnProcessModel(functools.partial(backends.BatchChildBackend),

@@ -174,6 +174,46 @@ def test_batches_group_consecutive_items_of_a_run() -> None:
                             ["case-6"], ["other-0"], ["other-1"]]
 
 
+@pytest.mark.parametrize(("setting", "apart", "goes_ahead"), [
+    ("prompt-only", True, True),
+    ("scaffold", True, False),  # its lookups may draw references: nothing goes ahead
+    ("prompt-only", False, False),  # drawing here: nothing to send ahead to
+])
+def test_a_backend_drawing_apart_is_sent_each_group_and_the_next_one_ahead(
+        monkeypatch: pytest.MonkeyPatch, setting: str, apart: bool, goes_ahead: bool) -> None:
+    from pytest_imagetime import pipeline as pipeline_module
+
+    ahead: list[list[str]] = []
+    monkeypatch.setattr(pipeline_module, "planned_calls", lambda spec, cases: [
+        ("generate_batch" if len(cases) > 1 else "generate", [c.id for c in cases])
+    ] if cases else [])
+
+    def draw_ahead(calls: list[tuple[str, list[str]]]) -> None:
+        ahead.append([case for _, cases in calls for case in cases])
+
+    def spec(batch_size: int) -> RunSpec:
+        model = SimpleNamespace(concurrency=1, cpu_bound=False, in_own_process=apart,
+                                draw_ahead=draw_ahead)
+        return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True, model=model,
+                                             judge=SimpleNamespace(), setting=setting))
+
+    stages = Stages()
+    pipeline = Pipeline(2, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    batched, other = spec(2), spec(1)
+    jobs = [*_jobs(5, batched),
+            Job("other-0", other, make_case("other-0"), cast(ItemRecord, None))]
+    pipeline.plan(jobs)
+    for job in jobs:
+        pipeline.outcome(job)
+    pipeline.close()
+    assert stages.calls == [["case-0", "case-1"], ["case-2", "case-3"], ["case-4"],
+                            ["other-0"]]
+    # The group about to be drawn and the next group of the same run, never another run's.
+    assert ahead == ([["case-0", "case-1", "case-2", "case-3"],
+                      ["case-2", "case-3", "case-4"], ["case-4"], ["other-0"]]
+                     if goes_ahead else [])
+
+
 def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> None:
     for concurrency, expected in ((4, 4), (1, 1)):
         stages = Stages(draw_delay=0.2)  # long enough for all four to start on a busy machine

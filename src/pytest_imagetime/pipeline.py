@@ -45,6 +45,7 @@ from .runner import (
     judge_sheet,
     measured_apart,
     needs_measuring,
+    planned_calls,
     store_sheet,
     stored_outcome,
     stored_sheet,
@@ -262,7 +263,23 @@ class Pipeline:
                     self._fail_group(running, ItemError(f"not generated: the run is stopping "
                                                         f"({exc})"))
             else:
+                self._send_ahead(running, work)
                 self._draw_group(running)
+
+    def _send_ahead(self, group: Work, work: Queue) -> None:
+        """Tell a backend drawing in a process of its own the calls that come next
+        (``draw_ahead``): this group's and the next group's of the same run (it leaves out
+        what it has queued already). It then starts each drawing as soon as it sent the last
+        one back, without waiting for this process to ask. Not in the scaffold setting, whose
+        lookups may draw references."""
+        spec = group[0][0].spec
+        send = getattr(spec.model, "draw_ahead", None)
+        if not (callable(send) and measures_apart(spec) and spec.setting == "prompt-only"):
+            return
+        upcoming = _peek_group(work) if work and work[0][0].spec is spec else []
+        # Group by group: each is one draw_sheets, so one batch where the backend batches.
+        send([*planned_calls(spec, [job.case for job, _ in group]),
+              *planned_calls(spec, [job.case for job, _ in upcoming])])
 
     def _take_slots(self, count: int) -> bool:
         """Wait for room for ``count`` more sheets; False (holding none) once stopping."""
@@ -399,8 +416,17 @@ class Pipeline:
 
 def _next_group(work: Queue) -> Work:
     """The next consecutive jobs of one run, as many as its batch size allows, taken off."""
-    group = [work.popleft()]
-    spec = group[0][0].spec
-    while work and len(group) < max(1, spec.batch_size) and work[0][0].spec is spec:
-        group.append(work.popleft())
-    return group
+    return [work.popleft() for _ in range(_group_size(work))]
+
+
+def _peek_group(work: Queue) -> Work:
+    """The group ``_next_group`` would take, left in place."""
+    return [work[i] for i in range(_group_size(work))]
+
+
+def _group_size(work: Queue) -> int:
+    spec = work[0][0].spec
+    size = 1
+    while size < min(len(work), max(1, spec.batch_size)) and work[size][0].spec is spec:
+        size += 1
+    return size

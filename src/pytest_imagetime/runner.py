@@ -285,11 +285,34 @@ def _looked_up(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
     return Sheet(None, stored.sha256, stored.record, False, reference, stored=stored)
 
 
+def planned_calls(spec: RunSpec, cases: Sequence[Case]) -> list[tuple[str, dict[str, Any]]]:
+    """The backend calls ``draw_sheets`` will make for these cases if the store does not
+    change meanwhile, as (method, keyword arguments): a backend drawing in a process of its
+    own is sent them ahead (``draw_ahead``), so that it starts each one as soon as it
+    finishes the one before. Cases that fail their lookup make no call."""
+    pending: list[_Pending] = []
+    for index, case in enumerate(cases):
+        try:
+            found = _looked_up(spec, case, index)
+        except ItemError:
+            continue
+        if not isinstance(found, Sheet):
+            pending.append(found)
+    if _batched(spec, pending):
+        return [("generate_batch", {"requests": [p.request for p in pending]})]
+    return [("generate", {"request": p.request}) for p in pending]
+
+
+def _batched(spec: RunSpec, pending: Sequence[_Pending]) -> bool:
+    return len(pending) > 1 and callable(getattr(spec.model, "generate_batch", None))
+
+
 def _draw(spec: RunSpec, pending: Sequence[_Pending]
           ) -> list[tuple[_Pending, Generated | ItemError, float]]:
-    """Call the backend: one batch when it batches, else one request per sheet."""
-    batch = getattr(spec.model, "generate_batch", None)
-    if len(pending) > 1 and callable(batch):
+    """Call the backend: one batch when it batches, else one request per sheet (the calls
+    ``planned_calls`` names)."""
+    if _batched(spec, pending):
+        batch = spec.model.generate_batch  # type: ignore[attr-defined]
         started = time.perf_counter()
         try:
             outputs = list(batch(requests=[p.request for p in pending]))

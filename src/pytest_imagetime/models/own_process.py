@@ -14,6 +14,13 @@ comes back as that call's ModelError. A child that dies (a crash in a kernel, th
 OOM killer) fails the calls in flight with its exit status, and the next call starts a new
 one. Everything else (name, config, batching, what the pipeline asks of the backend) is
 answered here by a local instance of the backend that never draws.
+
+The pipeline sends the child the calls it will make next (``draw_ahead``), so the child starts
+each drawing as soon as it has sent the last one back: the time this process takes to take an
+answer in, store it and ask for the next one (with its interpreter lock shared by pytest, the
+judge and the measuring threads) no longer leaves the GPU waiting. A call whose request was
+sent ahead takes that answer; an answer no call asks for (the store changed, the run stops)
+is dropped.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import functools
 import signal
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,11 +45,13 @@ from .base import (
 )
 
 if TYPE_CHECKING:
+    import queue
     from multiprocessing.connection import Connection
 
 PROCESS_CHOICES = ("auto", "on", "off")
 STOP = None  # the message that ends the child
 JOIN_TIMEOUT_S = 10.0
+AHEAD_LIMIT = 4  # calls sent ahead and not yet taken, at most (each holds one answer)
 
 
 def may_draw_in_own_process(model: object, choice: str) -> bool:
@@ -80,6 +90,14 @@ class OwnProcessModel:
         result: Generated = self._child.call("generate", {"request": request})
         return result
 
+    def draw_ahead(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Send the child calls that will be made next, in order (see the module), leaving
+        out those it has queued already; nothing when drawing here, or before the first
+        drawing has started the child."""
+        if self.in_own_process:
+            for method, arguments in calls:
+                self._child.send_ahead(method, arguments)
+
     @property
     def drawing_pid(self) -> int | None:
         """The child's process id while one runs."""
@@ -113,25 +131,24 @@ class DrawingProcess:
         self._lock = threading.Lock()
         self._process: Any = None  # multiprocessing's SpawnProcess
         self._connection: Connection | None = None
+        self._ahead: deque[bytes] = deque()  # requests sent ahead, their answers not taken
 
     @property
     def pid(self) -> int | None:
         return None if self._process is None else int(self._process.pid)
 
     def call(self, method: str, arguments: Mapping[str, Any]) -> Any:
-        import pickle  # here: most runs never draw apart, and pytest does not import it
+        import pickle
 
-        try:  # pickled here: a request that cannot go is this call's error, not half sent
-            request = pickle.dumps((method, dict(arguments)), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            raise ModelError(f"the request cannot be sent to the process drawing for "
-                             f"{self._name}: {describe_failure(exc)}") from None
+        request = self._pickled(method, arguments)
         with self._lock:
-            connection = self._sent(request)
-            try:
-                answer = connection.recv_bytes()
-            except (EOFError, OSError) as exc:
-                raise ModelError(self._lost(exc)) from None
+            answer = self._answer_ahead(request)
+            if answer is None:
+                connection = self._sent(request)
+                try:
+                    answer = connection.recv_bytes()
+                except (EOFError, OSError) as exc:
+                    raise ModelError(self._lost(exc)) from None
         try:
             status, value = pickle.loads(answer)
         except Exception as exc:
@@ -140,6 +157,59 @@ class DrawingProcess:
         if status == "ok":
             return value
         raise ModelError(str(value))
+
+    def send_ahead(self, method: str, arguments: Mapping[str, Any]) -> None:
+        """Queue a call in the running child before it is made (once: a request already
+        queued is not sent again); see ``call``."""
+        try:
+            request = self._pickled(method, arguments)
+        except ModelError:
+            return  # the call itself will say why
+        with self._lock:
+            connection = self._connection
+            if connection is None or len(self._ahead) >= AHEAD_LIMIT or request in self._ahead \
+                    or self._process is None or not self._process.is_alive():
+                return  # no child yet, enough queued, or this one is queued already
+            try:
+                connection.send_bytes(request)
+            except OSError:
+                return  # the call itself finds the child gone and starts another
+            self._ahead.append(request)
+
+    def _answer_ahead(self, request: bytes) -> bytes | None:
+        """The answer to ``request`` if it was sent ahead; None when it must be sent now.
+
+        Answers to calls sent ahead before it are dropped. The child answers in order, so
+        one that dies before answering this request fails this call (it was drawing it, or
+        was about to), and one that dies before answering an earlier request never started
+        this one: it then goes to a new child.
+        """
+        while self._ahead:
+            sent = self._ahead.popleft()
+            connection = self._connection
+            try:
+                if connection is None:
+                    raise EOFError
+                answer = connection.recv_bytes()
+            except (EOFError, OSError) as exc:
+                message = self._lost(exc)
+                if sent == request:
+                    raise ModelError(message) from None
+                return None
+            if sent == request:
+                return answer
+        return None
+
+    def _pickled(self, method: str, arguments: Mapping[str, Any]) -> bytes:
+        """The request as it goes to the child, pickled here: a request that cannot go is
+        this call's error, not half sent."""
+        import pickle  # here: most runs never draw apart, and pytest does not import it
+
+        try:
+            return pickle.dumps((method, dict(arguments)), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise ModelError(f"the request cannot be sent to the process drawing for "
+                             f"{self._name}: {describe_failure(exc)}") from None
 
     def _sent(self, request: bytes) -> Connection:
         """The connection the request went out on. A child that died since its last answer
@@ -162,10 +232,15 @@ class DrawingProcess:
         with self._lock:
             process, connection = self._process, self._connection
             self._process = self._connection = None
+            drawing_ahead = bool(self._ahead)
+            self._ahead.clear()
         if process is None or connection is None:
             return
-        with contextlib.suppress(OSError):
-            connection.send(STOP)
+        if drawing_ahead:  # drawings nobody will take: it would finish them before stopping
+            process.terminate()
+        else:
+            with contextlib.suppress(OSError):
+                connection.send(STOP)
         process.join(JOIN_TIMEOUT_S)
         if process.is_alive():
             process.terminate()
@@ -193,6 +268,7 @@ class DrawingProcess:
     def _lost(self, exc: BaseException) -> str:
         process, connection = self._process, self._connection
         self._process = self._connection = None
+        self._ahead.clear()  # their answers will never come
         if connection is not None:
             connection.close()
         code = None
@@ -233,24 +309,43 @@ def _exit_status(code: int | None) -> str:
 
 
 def serve(connection: Connection, factory: Callable[[], Any]) -> None:
-    """The child's loop: build the backend on the first request, then answer each one."""
+    """The child's loop: build the backend on the first request, then answer each one.
+
+    Answers go back from a thread of their own, so the next drawing (sent ahead) starts
+    while the parent is still reading the last sheet: a 1024 px sheet is 3 MB through a pipe
+    that holds 64 KB, and the parent reads it with an interpreter lock it shares.
+    """
+    import queue
+
     # Ctrl-C reaches the whole process group: the parent decides when the child ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    answers: queue.SimpleQueue[tuple[str, Any] | None] = queue.SimpleQueue()
+    sender = threading.Thread(target=_send_answers, args=(connection, answers),
+                              name="imagetime-answers", daemon=True)
+    sender.start()
     model: Any = None
     while True:
         try:
             message = connection.recv()
         except (EOFError, OSError):
-            return  # the parent is gone
+            break  # the parent is gone
         if message is STOP:
-            return
+            break
         method, arguments = message
         try:
             if model is None:
                 model = factory()
-            answer: tuple[str, Any] = ("ok", getattr(model, method)(**arguments))
+            answers.put(("ok", getattr(model, method)(**arguments)))
         except Exception as exc:
-            answer = ("error", describe_failure(exc))
+            answers.put(("error", describe_failure(exc)))
+    answers.put(None)
+    sender.join()
+
+
+def _send_answers(connection: Connection,
+                  answers: queue.SimpleQueue[tuple[str, Any] | None]) -> None:
+    """Send each answer in order until told to stop (None) or the parent is gone."""
+    while (answer := answers.get()) is not None:
         try:
             connection.send(answer)
         except (OSError, ValueError):
