@@ -12,7 +12,9 @@ computes in this process (``cpu_bound``: the pixel and replay judges) judges eac
 the thread that stored it; the judge pool is for judges that wait on a server.
 A backend that draws in a process of its own (``--imagetime-model-process``) has its sheets
 encoded and measured in measuring processes too, so that this process's interpreter lock is
-left to pytest and the judge. An item's setup then only waits for its own result.
+left to pytest and the judge, and it is sent the calls of the next group ahead
+(``draw_ahead``), so that it never waits for this process between two sheets. An item's
+setup then only waits for its own result.
 
 Memory stays flat: at most ``lookahead`` sheets are generated and not yet judged (images are
 on disk; the pool holds only those in flight), and results are dropped once taken.
