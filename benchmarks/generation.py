@@ -27,9 +27,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -110,25 +111,36 @@ def bare(work: Path, pipeline: Path, device: str, dtype: str, steps: int, size: 
 def through_plugin(work: Path, pipeline: Path, device: str, dtype: str, steps: int,
                    size: int, files: Sequence[Path], batch: int,
                    process: str = "auto") -> tuple[float, int]:
+    stamps, _ = timed_pytest(work, [
+        *map(str, files), f"--imagetime-model=diffusers:{pipeline}:steps={steps},dtype={dtype}",
+        f"--imagetime-size={size}", "--imagetime-judge=pixel", f"--imagetime-devices={device}",
+        f"--imagetime-batch-size={batch}", f"--imagetime-model-process={process}"])
+    return stamps["last"] - stamps["first"], int(stamps["items"]) - 1
+
+
+def timed_pytest(work: Path, args: Sequence[str], env: Mapping[str, str] | None = None,
+                 path: Sequence[Path] = ()) -> tuple[dict[str, Any], Path]:
+    """A pytest run of the plugin in a folder of its own under ``work``, with TIMING_PLUGIN
+    and ``path`` importable: what TIMING_PLUGIN wrote, and the folder. Exits with pytest's
+    output when the run breaks or an item errs."""
     run = Path(tempfile.mkdtemp(dir=work))
     (run / "timing_plugin.py").write_text(TIMING_PLUGIN)
     times = run / "times.json"
-    path = os.pathsep.join(filter(None, [str(run), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "IMAGETIME_BENCH_TIMES": str(times), "PYTHONPATH": path}
+    python_path = os.pathsep.join(
+        filter(None, [str(run), *map(str, path), os.environ.get("PYTHONPATH")]))
+    environment = {**os.environ, **(env or {}), "IMAGETIME_BENCH_TIMES": str(times),
+                   "PYTHONPATH": python_path}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-           "timing_plugin", *map(str, files), f"--imagetime-model=diffusers:{pipeline}"
-           f":steps={steps},dtype={dtype}", f"--imagetime-size={size}", "--imagetime-judge=pixel",
-           f"--imagetime-devices={device}", f"--imagetime-batch-size={batch}",
-           f"--imagetime-model-process={process}", "--imagetime-progress=0"]
-    proc = subprocess.run(cmd, cwd=run, env=env, capture_output=True, text=True, check=False)
+           "timing_plugin", *args, "--imagetime-progress=0"]
+    proc = subprocess.run(cmd, cwd=run, env=environment, capture_output=True, text=True,
+                          check=False)
     if proc.returncode not in (0, 1):
         sys.exit(f"pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
-    stamps = json.loads(times.read_text())
+    stamps: dict[str, Any] = json.loads(times.read_text())
     report = json.loads(next(run.rglob("report.json")).read_text())
     if report["aggregate"]["errors"]:
-        sys.exit(f"{report['aggregate']['errors']} items failed to generate:\n"
-                 f"{proc.stdout[-3000:]}")
-    return stamps["last"] - stamps["first"], int(stamps["items"]) - 1
+        sys.exit(f"{report['aggregate']['errors']} items failed:\n{proc.stdout[-3000:]}")
+    return stamps, run
 
 
 def main() -> None:

@@ -24,11 +24,9 @@ Target: within 2% of the ideal (the GPU target of ``benchmarks/generation.py``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -38,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generation import TIMING_PLUGIN, case_prompts
+from generation import case_prompts, timed_pytest
 
 TARGET = 0.98
 WARM_UP = 5  # sheets drawn before the timed interval starts
@@ -105,23 +103,12 @@ def through_plugin(work: Path, site: Path, files: Sequence[Path], latency: float
                    case_id: str, process: str) -> tuple[float, int]:
     """Seconds from the WARM_UP-th sheet drawn to the last item's end, and the sheets drawn
     after that sheet."""
-    run = Path(tempfile.mkdtemp(dir=work))
-    (run / "timing_plugin.py").write_text(TIMING_PLUGIN)
-    times, drawn = run / "times.json", run / "drawn.txt"
-    path = os.pathsep.join(filter(None, [str(run), str(site), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "IMAGETIME_BENCH_TIMES": str(times), "PYTHONPATH": path,
-           "IMAGETIME_BENCH_DRAWN": str(drawn)}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-           "timing_plugin", *map(str, files), f"--imagetime-model=latency:{latency},{case_id}",
-           f"--imagetime-size={size}", "--imagetime-judge=pixel",
-           f"--imagetime-model-process={process}", "--imagetime-progress=0"]
-    proc = subprocess.run(cmd, cwd=run, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode not in (0, 1):
-        sys.exit(f"pytest exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
-    stamps = json.loads(times.read_text())
-    report = json.loads(next(run.rglob("report.json")).read_text())
-    if report["aggregate"]["errors"]:
-        sys.exit(f"{report['aggregate']['errors']} items failed:\n{proc.stdout[-3000:]}")
+    drawn = Path(tempfile.mkdtemp(dir=work)) / "drawn.txt"
+    stamps, _ = timed_pytest(work, [
+        *map(str, files), f"--imagetime-model=latency:{latency},{case_id}",
+        f"--imagetime-size={size}", "--imagetime-judge=pixel",
+        f"--imagetime-model-process={process}"],
+        env={"IMAGETIME_BENCH_DRAWN": str(drawn)}, path=[site])
     sheets = [float(line) for line in drawn.read_text().split()]
     return stamps["last"] - sheets[WARM_UP - 1], len(sheets) - WARM_UP
 
