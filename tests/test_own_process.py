@@ -289,8 +289,8 @@ def test_calls_sent_ahead_are_drawn_once_before_they_are_asked_for(
         logged_child: tuple[OwnProcessModel, Path]) -> None:
     model, log = logged_child
     model.generate(request=_request(seed=1))  # starts the child
-    model.draw_ahead(_ahead(_request(seed=2), _request(seed=3)))
-    model.draw_ahead(_ahead(_request(seed=3)))  # queued already: not sent again
+    assert model.draw_ahead(_ahead(_request(seed=2), _request(seed=3)))
+    assert model.draw_ahead(_ahead(_request(seed=3)))  # queued already: not sent again
     deadline = time.monotonic() + 30
     while len(_drawn(log)) < 3:  # drawn without being asked for
         assert time.monotonic() < deadline, f"the child did not draw ahead: {_drawn(log)}"
@@ -304,14 +304,25 @@ def test_calls_sent_ahead_are_drawn_once_before_they_are_asked_for(
 def test_nothing_goes_ahead_before_the_first_drawing_or_when_drawing_here(
         tmp_path: Path, logged_child: tuple[OwnProcessModel, Path]) -> None:
     model, log = logged_child
-    model.draw_ahead(_ahead(_request(seed=2)))
+    assert not model.draw_ahead(_ahead(_request(seed=2)))
     assert model.drawing_pid is None  # sending ahead never starts a child
     here = OwnProcessModel(functools.partial(backends.ChildBackend),
                            backends.ChildBackend(on_gpu=False), "auto")
-    here.draw_ahead(_ahead(_request(seed=2)))
+    assert not here.draw_ahead(_ahead(_request(seed=2)))
     assert here.drawing_pid is None
     assert here.generate(request=_request(seed=2)).details["pid"] == os.getpid()
     assert _drawn(log) == ["2 draw"]  # the local backend's drawing, in this process
+
+
+def test_calls_behind_one_that_cannot_go_ahead_are_not_sent(
+        logged_child: tuple[OwnProcessModel, Path]) -> None:
+    model, log = logged_child
+    model.generate(request=_request(seed=1))
+    unpicklable = GenerationRequest(make_case(), "prompt-only", 64, 2, prompt=backends.DRAW,
+                                    scaffold=threading.Lock())  # type: ignore[arg-type]
+    assert not model.draw_ahead(_ahead(unpicklable, _request(seed=3)))
+    assert model.generate(request=_request(seed=4)).details["seed"] == 4
+    assert _drawn(log) == ["1 draw", "4 draw"]  # seed 3 never went: it would come first
 
 
 def test_an_answer_no_call_asks_for_is_dropped(

@@ -174,13 +174,19 @@ def test_batches_group_consecutive_items_of_a_run() -> None:
                             ["case-6"], ["other-0"], ["other-1"]]
 
 
-@pytest.mark.parametrize(("setting", "apart", "goes_ahead"), [
-    ("prompt-only", True, True),
-    ("scaffold", True, False),  # its lookups may draw references: nothing goes ahead
-    ("prompt-only", False, False),  # drawing here: nothing to send ahead to
+@pytest.mark.parametrize(("setting", "apart", "accepted", "expected"), [
+    # Each group goes ahead with the one before it, and is not looked up again.
+    ("prompt-only", True, True, [["case-0", "case-1", "case-2", "case-3"], ["case-4"], [],
+                                 ["other-0"]]),
+    # Not queued (no child yet, say): each group is sent again before it is drawn.
+    ("prompt-only", True, False, [["case-0", "case-1", "case-2", "case-3"],
+                                  ["case-2", "case-3", "case-4"], ["case-4"], ["other-0"]]),
+    ("scaffold", True, True, []),  # its lookups may draw references: nothing goes ahead
+    ("prompt-only", False, True, []),  # drawing here: nothing to send ahead to
 ])
 def test_a_backend_drawing_apart_is_sent_each_group_and_the_next_one_ahead(
-        monkeypatch: pytest.MonkeyPatch, setting: str, apart: bool, goes_ahead: bool) -> None:
+        monkeypatch: pytest.MonkeyPatch, setting: str, apart: bool, accepted: bool,
+        expected: list[list[str]]) -> None:
     from pytest_imagetime import pipeline as pipeline_module
 
     ahead: list[list[str]] = []
@@ -188,8 +194,9 @@ def test_a_backend_drawing_apart_is_sent_each_group_and_the_next_one_ahead(
         ("generate_batch" if len(cases) > 1 else "generate", [c.id for c in cases])
     ] if cases else [])
 
-    def draw_ahead(calls: list[tuple[str, list[str]]]) -> None:
+    def draw_ahead(calls: list[tuple[str, list[str]]]) -> bool:
         ahead.append([case for _, cases in calls for case in cases])
+        return accepted
 
     def spec(batch_size: int) -> RunSpec:
         model = SimpleNamespace(concurrency=1, cpu_bound=False, in_own_process=apart,
@@ -209,9 +216,7 @@ def test_a_backend_drawing_apart_is_sent_each_group_and_the_next_one_ahead(
     assert stages.calls == [["case-0", "case-1"], ["case-2", "case-3"], ["case-4"],
                             ["other-0"]]
     # The group about to be drawn and the next group of the same run, never another run's.
-    assert ahead == ([["case-0", "case-1", "case-2", "case-3"],
-                      ["case-2", "case-3", "case-4"], ["case-4"], ["other-0"]]
-                     if goes_ahead else [])
+    assert ahead == expected
 
 
 def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> None:

@@ -155,6 +155,7 @@ class Pipeline:
         self._generating = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._queued_ahead: set[str] = set()  # jobs whose calls went ahead (draw_ahead)
 
     @property
     def planned(self) -> bool:
@@ -270,8 +271,8 @@ class Pipeline:
 
     def _send_ahead(self, group: Work, work: Queue) -> None:
         """Tell a backend drawing in a process of its own the calls that come next
-        (``draw_ahead``): this group's and the next group's of the same run (it leaves out
-        what it has queued already). It then starts each drawing as soon as it sent the last
+        (``draw_ahead``): this group's, unless it went ahead with the last one, and the next
+        group's of the same run. It then starts each drawing as soon as it sent the last
         one back, without waiting for this process to ask. Not in the scaffold setting, whose
         lookups may draw references."""
         spec = group[0][0].spec
@@ -279,9 +280,12 @@ class Pipeline:
         if not (callable(send) and measures_apart(spec) and spec.setting == "prompt-only"):
             return
         upcoming = _peek_group(work) if work and work[0][0].spec is spec else []
-        # Group by group: each is one draw_sheets, so one batch where the backend batches.
-        send([*planned_calls(spec, [job.case for job, _ in group]),
-              *planned_calls(spec, [job.case for job, _ in upcoming])])
+        # A group queued with the last one is not looked up again. Group by group: each is
+        # one draw_sheets, so one batch where the backend batches.
+        queued = all(job.key in self._queued_ahead for job, _ in group)
+        calls = [*([] if queued else planned_calls(spec, [job.case for job, _ in group])),
+                 *planned_calls(spec, [job.case for job, _ in upcoming])]
+        self._queued_ahead = {job.key for job, _ in upcoming} if send(calls) else set()
 
     def _take_slots(self, count: int) -> bool:
         """Wait for room for ``count`` more sheets; False (holding none) once stopping."""

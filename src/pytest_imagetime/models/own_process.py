@@ -90,13 +90,14 @@ class OwnProcessModel:
         result: Generated = self._child.call("generate", {"request": request})
         return result
 
-    def draw_ahead(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    def draw_ahead(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
         """Send the child calls that will be made next, in order (see the module), leaving
         out those it has queued already; nothing when drawing here, or before the first
-        drawing has started the child."""
-        if self.in_own_process:
-            for method, arguments in calls:
-                self._child.send_ahead(method, arguments)
+        drawing has started the child. Whether every call is queued: the first that cannot
+        be stops the rest, which would otherwise be drawn before it."""
+        if not self.in_own_process:
+            return False
+        return all(self._child.send_ahead(method, arguments) for method, arguments in calls)
 
     @property
     def drawing_pid(self) -> int | None:
@@ -158,23 +159,26 @@ class DrawingProcess:
             return value
         raise ModelError(str(value))
 
-    def send_ahead(self, method: str, arguments: Mapping[str, Any]) -> None:
+    def send_ahead(self, method: str, arguments: Mapping[str, Any]) -> bool:
         """Queue a call in the running child before it is made (once: a request already
-        queued is not sent again); see ``call``."""
+        queued is not sent again); see ``call``. Whether it is queued."""
         try:
             request = self._pickled(method, arguments)
         except ModelError:
-            return  # the call itself will say why
+            return False  # the call itself will say why
         with self._lock:
+            if request in self._ahead:
+                return True
             connection = self._connection
-            if connection is None or len(self._ahead) >= AHEAD_LIMIT or request in self._ahead \
+            if connection is None or len(self._ahead) >= AHEAD_LIMIT \
                     or self._process is None or not self._process.is_alive():
-                return  # no child yet, enough queued, or this one is queued already
+                return False  # no child yet, or enough queued
             try:
                 connection.send_bytes(request)
             except OSError:
-                return  # the call itself finds the child gone and starts another
+                return False  # the call itself finds the child gone and starts another
             self._ahead.append(request)
+            return True
 
     def _answer_ahead(self, request: bytes) -> bytes | None:
         """The answer to ``request`` if it was sent ahead; None when it must be sent now.
