@@ -14,6 +14,7 @@ after the file it describes, so a killed run never leaves a half file that a lat
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -21,7 +22,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,25 +44,26 @@ def input_key(parts: Mapping[str, JSON]) -> str:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = _temporary_file(path)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with _replacing(path) as fd, os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: Path, chunks: Iterable[str]) -> None:
     """Write text made piece by piece (a report of every item) without holding all of it:
     buffered, to a temporary file renamed into place. 64 KiB writes: a larger buffer saves
     no time, and a 1 MiB one was resident at the session's end, its memory peak."""
+    with _replacing(path) as fd, os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 16) as fh:
+        for chunk in chunks:
+            fh.write(chunk)
+
+
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[int]:
+    """An open file that replaces ``path`` once the block closes it; removed, with
+    ``path`` untouched, when the block fails."""
     fd, tmp = _temporary_file(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 16) as fh:
-            for chunk in chunks:
-                fh.write(chunk)
+        yield fd
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
