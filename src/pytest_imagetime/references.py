@@ -14,14 +14,15 @@ import io
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-from PIL import Image, UnidentifiedImageError
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .cases import Case
 from .models.base import GenerationRequest, ImageModel
 from .sheet_prompts import reference_prompt
 from .store import RunPaths, input_key, load_stored_image, sha256_bytes, store_image
+
+if TYPE_CHECKING:  # Pillow is imported at the first reference read
+    from PIL import Image
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 REFERENCE_FORMAT = "imagetime-reference/1"
@@ -63,11 +64,13 @@ class ReferenceDir:
 
 
 def _read(path: Path) -> Reference:
+    from PIL import Image
+
     try:
         data = path.read_bytes()
         with Image.open(io.BytesIO(data)) as opened:
             image = opened.convert("RGB")
-    except (OSError, UnidentifiedImageError) as exc:
+    except OSError as exc:  # Pillow's UnidentifiedImageError among them
         raise ReferenceError(f"cannot read the reference {path}: {exc}") from None
     return Reference(image, sha256_bytes(data), str(path))
 

@@ -25,11 +25,12 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from PIL import Image
+from typing import TYPE_CHECKING, Any
 
 from .rubric import Setting
+
+if TYPE_CHECKING:  # Pillow is imported at the first image read: collecting never loads it
+    from PIL import Image
 
 JSON = Any
 
@@ -226,6 +227,8 @@ def load_stored_image(paths: RunPaths, case_id: str, key: str) -> tuple[Image.Im
 
 
 def decode_png(data: bytes) -> Image.Image:
+    from PIL import Image
+
     image = Image.open(io.BytesIO(data))
     image.load()
     return image
@@ -236,6 +239,8 @@ def rgb_png(data: bytes | None) -> bool:
     decoding and encoding it again would give the same pixels at a cost."""
     if data is None or not data.startswith(b"\x89PNG\r\n\x1a\n"):
         return False
+    from PIL import Image
+
     try:
         with Image.open(io.BytesIO(data)) as opened:
             return opened.format == "PNG" and opened.mode == "RGB"

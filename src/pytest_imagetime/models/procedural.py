@@ -20,14 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from PIL import Image, ImageDraw, ImageFont
-
 from ..cases import Case
 from ..sheet.geometry import STAGE_ORDER, WHITE, Box, compose, gutter_width, panel_boxes
 from .base import Generated, GenerationRequest, ModelError
 
-if TYPE_CHECKING:  # numpy is imported at the first drawing: a run that only collects never loads it
+if TYPE_CHECKING:  # numpy and Pillow are imported at the first drawing: collecting never loads them
     import numpy as np
+    from PIL import Image, ImageDraw
 
 VARIANTS: tuple[str, ...] = ("good", "copied", "shuffled", "collage", "three-panels", "blank")
 RENDERER_VERSION = "1"
@@ -268,6 +267,7 @@ def anchor_box(anchor: Anchor, frame_size: Size) -> Box:
 def draw_backdrop(scene: Scene, canvas: Size, frame_size: Size) -> Image.Image:
     """The part of a panel that never changes: wall, floor and anchors."""
     import numpy as np
+    from PIL import Image, ImageDraw
 
     frame = _Frame(*frame_size)
     width, height = canvas
@@ -285,6 +285,8 @@ def draw_backdrop(scene: Scene, canvas: Size, frame_size: Size) -> Image.Image:
 def draw_stage(scene: Scene, backdrop: Image.Image, stage: int, frame_size: Size,
                *, labelled: bool = True) -> Image.Image:
     """One stage (0 for t1 .. 3 for t4) drawn over a copy of the backdrop."""
+    from PIL import ImageDraw
+
     frame = _Frame(*frame_size)
     image = backdrop.copy()
     draw = ImageDraw.Draw(image)
@@ -404,6 +406,8 @@ def _draw_subject(draw: ImageDraw.ImageDraw, scene: Scene, stage: int, frame: _F
 
 def _draw_label(draw: ImageDraw.ImageDraw, text: str, frame: _Frame) -> None:
     """The stage name in the top-left corner, on a dark tag that reads on any palette."""
+    from PIL import ImageFont
+
     font = ImageFont.load_default(size=max(6, round(frame.u(0.085))))
     pad = max(1.0, frame.u(0.03))
     left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
@@ -431,11 +435,15 @@ def stage_canvases(scene: Scene, size: int) -> list[Image.Image]:
 
 def _reference(scene: Scene, size: int) -> Image.Image:
     """The t1 stage alone, filling a square image."""
+    from PIL import Image
+
     return stage_canvases(scene, 2 * size)[0].resize((size, size), Image.Resampling.LANCZOS)
 
 
 def _dense_grid(scene: Scene, size: int, grid: tuple[int, int]) -> Image.Image:
     """Rows of panels, row r showing stage r (of four) in every panel, white gutters."""
+    from PIL import Image
+
     rows, cols = grid
     gutter = gutter_width(size)
     cell_w, cell_h = (size - (cols - 1) * gutter) // cols, (size - (rows - 1) * gutter) // rows
@@ -470,6 +478,8 @@ def _shuffled_sheet(scene: Scene, size: int) -> Image.Image:
 
 def _collage_sheet(scene: Scene, size: int) -> Image.Image:
     """Unlabelled stage pictures of different sizes pasted overlapping: no cells, no gutters."""
+    from PIL import ImageDraw
+
     sheet = draw_backdrop(scene, (size, size), (size, size))
     draw = ImageDraw.Draw(sheet)
     border = max(1, round(size * 0.004))
@@ -485,6 +495,8 @@ def _collage_sheet(scene: Scene, size: int) -> Image.Image:
 
 def _three_panel_sheet(scene: Scene, size: int) -> Image.Image:
     """Three full-height columns with white gutters: a sheet with one stage missing."""
+    from PIL import Image
+
     gutter = gutter_width(size)
     room = size - 2 * gutter
     widths = (room // 3, room // 3, room - 2 * (room // 3))
@@ -498,6 +510,8 @@ def _three_panel_sheet(scene: Scene, size: int) -> Image.Image:
 
 
 def _blank_sheet(scene: Scene, size: int) -> Image.Image:
+    from PIL import Image
+
     return Image.new("RGB", (size, size), BLANK_COLOUR)
 
 

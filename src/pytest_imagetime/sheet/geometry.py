@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from PIL import Image
+if TYPE_CHECKING:  # Pillow is imported at the first sheet composed: collecting never loads it
+    from PIL import Image
 
 STAGE_ORDER: tuple[str, ...] = ("t1", "t2", "t3", "t4")
 WHITE = (255, 255, 255)
@@ -54,6 +56,8 @@ def compose(panels: Sequence[Image.Image], size: int, gutter: int | None = None,
     """Lay four panels out as a square 2x2 sheet, each resized into its cell."""
     if len(panels) != 4:
         raise ValueError(f"a 2x2 sheet needs 4 panels, got {len(panels)}")
+    from PIL import Image
+
     sheet = Image.new("RGB", (size, size), background)
     for panel, box in zip(panels, panel_boxes(size, gutter, margin), strict=True):
         cell = panel.convert("RGB")
@@ -75,5 +79,7 @@ def split(sheet: Image.Image, boxes: Sequence[Box] | None = None) -> tuple[Image
 def scaffold(reference: Image.Image, size: int, gutter: int | None = None,
              fill: tuple[int, int, int] = WHITE) -> Image.Image:
     """The scaffold setting's input: the reference in the top-left cell, the rest empty."""
+    from PIL import Image
+
     blank = Image.new("RGB", (8, 8), fill)
     return compose([reference, blank, blank, blank], size, gutter)
