@@ -12,14 +12,14 @@ from PIL import Image
 
 from pytest_imagetime import runner
 from pytest_imagetime.cases import Case
+from pytest_imagetime.item_error import ItemError
 from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.models.base import GenerationRequest, ModelError
 from pytest_imagetime.models.files import FilesModel
 from pytest_imagetime.models.procedural import ProceduralModel
 from pytest_imagetime.record import ItemRecord
+from pytest_imagetime.run_spec import RunSpec
 from pytest_imagetime.runner import (
-    ItemError,
-    RunSpec,
     generate_sheet,
     judge_sheet,
     stored_outcome,
@@ -232,5 +232,5 @@ def test_a_sheet_that_cannot_be_stored_is_an_item_error(tmp_path: Path) -> None:
     spec = _spec(images, tmp_path / "out")
     spec.paths.model_dir.mkdir(parents=True)
     (spec.paths.model_dir / "images").write_text("a file where the images folder goes")
-    with pytest.raises(runner.ItemError, match=rf"cannot store the sheet of {case.id} in "):
+    with pytest.raises(ItemError, match=rf"cannot store the sheet of {case.id} in "):
         generate_sheet(spec, case)

@@ -392,9 +392,9 @@ def test_the_planned_calls_are_the_calls_draw_sheets_makes(
     """Sent ahead, they answer draw_sheets without a drawing more: one generate for one
     case, one generate_batch for several; a stored sheet makes no call."""
     from pytest_imagetime.judges.pixel import PixelJudge
+    from pytest_imagetime.run_spec import RunSpec
     from pytest_imagetime.runner import (
         Drawn,
-        RunSpec,
         case_seed,
         draw_sheets,
         planned_calls,

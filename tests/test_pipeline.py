@@ -12,10 +12,12 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.cases import Case
+from pytest_imagetime.item_error import ItemError
 from pytest_imagetime.models.base import Generated
 from pytest_imagetime.pipeline import CostBudget, Job, Pipeline
 from pytest_imagetime.record import ItemRecord
-from pytest_imagetime.runner import Drawn, ItemError, ItemOutcome, RunSpec, Sheet
+from pytest_imagetime.run_spec import RunSpec
+from pytest_imagetime.runner import Drawn, ItemOutcome, Sheet
 from tests.builders import make_case
 
 

@@ -14,7 +14,8 @@ from typing import Any
 from .cases import Case
 from .judges.prices import cost_usd
 from .judges.prompt import case_text, system_prompt
-from .runner import RunSpec, generation_request, image_key, judgment_key
+from .run_spec import RunSpec
+from .runner import generation_request, image_key, judgment_key
 from .store import find_stored_sheet, load_stored_judgment, with_setting
 
 # The answer's size: a panel parse, 25 scores, verdicts with evidence, a rationale.

@@ -36,12 +36,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .cases import Case
+from .item_error import ItemError
 from .record import ItemRecord
+from .run_spec import RunSpec
 from .runner import (
     Drawn,
-    ItemError,
     ItemOutcome,
-    RunSpec,
     Sheet,
     draw_sheets,
     judge_sheet,

@@ -13,29 +13,27 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from PIL import Image
-
 from . import __version__
 from .caps import AppliedCap, apply_caps
 from .cases import Case
-from .judges.base import Judge, SheetToJudge
+from .item_error import ItemError
+from .judges.base import SheetToJudge
 from .judgment import JudgeError, Judgment, validate_judgment
 from .models.base import (
     Generated,
     GenerationRequest,
-    ImageModel,
     ModelError,
     describe_failure,
 )
 from .record import ItemRecord
-from .references import Reference, ReferenceError, References
+from .references import Reference, ReferenceError
 from .repeats import combine
-from .rubric import RUBRIC_VERSION, Setting
+from .rubric import RUBRIC_VERSION
+from .run_spec import RunSpec
 from .scoring import ItemScores, score_item
 from .sheet import METRICS_VERSION, geometry
 from .sheet_prompts import SHEET, sheet_prompt
 from .store import (
-    RunPaths,
     StoredSheet,
     decode_png,
     encode_png,
@@ -47,37 +45,13 @@ from .store import (
     store_judgment,
 )
 
-if TYPE_CHECKING:  # numpy is imported at the first sheet measured (see _analyze)
+if TYPE_CHECKING:  # numpy at the first sheet measured (see _analyze), Pillow at the first read
+    from PIL import Image
+
     from .sheet.metrics import SheetMetrics
 
 IMAGE_RECORD_FORMAT = "imagetime-image/1"
 JUDGMENT_RECORD_FORMAT = "imagetime-judgment/1"
-
-
-class ItemError(Exception):
-    """Infrastructure failure of one item (model or judge); the item reports an error."""
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One model x judge x setting of a session, with what every item of it shares."""
-
-    model: ImageModel
-    judge: Judge
-    paths: RunPaths
-    setting: Setting
-    size: int
-    run_seed: int
-    regenerate: bool = False
-    rejudge: bool = False
-    repeats: int = 1  # judgments per sheet, combined conservatively (repeats.py)
-    grid: tuple[int, int] = SHEET  # a dense grid (4xN) is generated, never judged
-    references: References | None = None  # the scaffold setting's initial-state images
-    batch_size: int = 1  # sheets per generate_batch call, for backends that batch
-
-    @property
-    def judged(self) -> bool:
-        return self.grid == SHEET
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,12 @@ from typing import Any
 from PIL import Image
 
 from .. import __version__
+from ..item_error import ItemError
 from ..judges.vlm import image_data_url
 from ..judgment import JudgeError
 from ..models.base import GenerationRequest, ImageModel, ModelError
 from ..pipeline import CostBudget
-from ..runner import ItemError, case_seed, now
+from ..runner import case_seed, now
 from ..store import (
     RunPaths,
     dir_slug,

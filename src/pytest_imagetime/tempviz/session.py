@@ -19,12 +19,13 @@ import pytest
 
 from ..failure_text import PlainFailures
 from ..inventory import slug
+from ..item_error import ItemError
 from ..markers import Markers
 from ..models.base import ImageModel
 from ..options import Options
 from ..pipeline import CostBudget
 from ..registry import MODELS, UnknownBackend
-from ..runner import ItemError, now
+from ..runner import now
 from ..scheduling import shard_cases
 from ..sheet_prompts import SHEET
 from .examples import Examples, ExamplesError, load_examples
