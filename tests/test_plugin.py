@@ -171,6 +171,35 @@ def test_a_session_without_a_model_imports_only_the_options(pytester: pytest.Pyt
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
+def test_collecting_imports_neither_the_runner_nor_the_reports(
+        pytester: pytest.Pytester) -> None:
+    # --collect-only, a dry run or a -k that selects nothing loads the backends it names
+    # and the cases, never what runs an item (runner, pipeline, records, Pillow, numpy) or
+    # reports on it (reports, gate).
+    _two_cases(pytester)
+    pytester.makeconftest("""
+        import sys
+
+        HEAVY = ("pytest_imagetime.runner", "pytest_imagetime.pipeline",
+                 "pytest_imagetime.record", "pytest_imagetime.conditions",
+                 "pytest_imagetime.report.json_report", "pytest_imagetime.report.junit",
+                 "pytest_imagetime.gate", "pytest_imagetime.estimate", "PIL", "numpy")
+
+        def pytest_unconfigure(config):
+            loaded = [m for m in HEAVY if m in sys.modules]
+            open("loaded.txt", "w").write(" ".join(loaded) or "none")
+    """)
+    pytester.runpytest_subprocess("kitchen.yaml", "--imagetime-model=procedural",
+                                  "--imagetime-judge=pixel", "--collect-only", "-q")
+    assert (pytester.path / "loaded.txt").read_text() == "none"
+    # A run loads them, and draws, measures and reports as before.
+    result = pytester.runpytest_subprocess("kitchen.yaml", "--imagetime-model=procedural",
+                                           "--imagetime-judge=pixel", "-q")
+    result.assert_outcomes(passed=2)
+    assert "numpy" in (pytester.path / "loaded.txt").read_text()
+    assert len(_reports(pytester.path / "reports")["procedural/pixel"]["items"]) == 2
+
+
 def test_markers_and_keywords_select(pytester: pytest.Pytester) -> None:
     args = ["--imagetime-model=procedural", "--collect-only", "-q", "--strict-markers"]
     l6 = pytester.runpytest(*args, "-m", "imagetime_L6")

@@ -409,11 +409,11 @@ def _path(config: pytest.Config, name: str) -> Path | None:
 
 
 def _thresholds(config: pytest.Config, name: str) -> dict[str, float]:
-    from .gate import GateSpecError, parse_thresholds
-
     raw = _raw(config, name)
     if raw is None:
         return {}
+    from .gate import GateSpecError, parse_thresholds  # only for a gated run
+
     try:
         return parse_thresholds(str(raw), f"--imagetime-{name}")
     except GateSpecError as exc:

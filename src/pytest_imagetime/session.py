@@ -10,34 +10,36 @@ from __future__ import annotations
 import functools
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
-from .conditions import explain, unmet_conditions
-from .estimate import estimate, estimate_lines
 from .failure_text import PlainFailures
-from .gate import GateResult, compare, gate_json, gate_lines
 from .inventory import slug
-from .judges.base import Judge
+from .item_error import ItemError
 from .markers import Markers
-from .models.base import ImageModel
 from .models.own_process import OwnProcessModel, factory_of, may_draw_in_own_process
 from .options import Options
-from .pipeline import CostBudget, Job, Pipeline, Result, model_concurrency
 from .progress import Progress
-from .record import ItemRecord
-from .references import GeneratedReferences, ReferenceDir, References
 from .registry import JUDGES, MODELS, UnknownBackend
 from .replay import item_can_replay, replay, session_can_replay
-from .report.json_report import case_set, items_of, report_of_items, write_report
-from .report.junit import write_junit_items
-from .report.summary import summary_lines
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
-from .runner import ItemError, ItemOutcome, RunSpec, Sheet, case_seed, now
+from .run_spec import RunSpec
 from .scheduling import is_case_nodeid, shard_cases, share_of
 from .store import RunPaths, read_json, with_setting
+
+# What runs items (runner, pipeline, records, conditions) and what reports on them (reports,
+# gate) is imported when first used: a session that only collects (--collect-only, a dry
+# run, a -k selection that leaves nothing) never loads them, nor Pillow and numpy.
+if TYPE_CHECKING:
+    from .gate import GateResult
+    from .judges.base import Judge
+    from .models.base import ImageModel
+    from .pipeline import Job, Pipeline, Result
+    from .record import ItemRecord
+    from .references import References
+    from .runner import ItemOutcome, Sheet
 
 PLUGIN_NAME = "imagetime-session"
 session_key = pytest.StashKey["ImagetimeSession"]()
@@ -129,13 +131,8 @@ class ImagetimeSession:
                 f"--imagetime-max-cost needs the judge's price, and none is known for "
                 f"{judge.config().get('judge_model')!r}: give --imagetime-judge-price=IN,OUT "
                 "(USD per 1M tokens)")
-        concurrency = options.judge_options.concurrency
-        drawing = max((model_concurrency(run) for run in self.runs.values()), default=1)
-        # Room for a whole batch, and for every hosted request in flight, on top of the
-        # sheets waiting for a judge.
-        lookahead = max(2 * concurrency, 2 * options.model_options.batch_size, 2 * drawing)
-        self.pipeline = Pipeline(concurrency=concurrency, lookahead=lookahead,
-                                 budget=CostBudget(budget), generation_concurrency=drawing)
+        self._budget = budget
+        self._pipeline: Pipeline | None = None
         self.canaries: list[dict[str, Any]] | None = None
         self.planning_done = False
         self.replays = session_can_replay(config)
@@ -151,9 +148,29 @@ class ImagetimeSession:
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
 
+    @property
+    def pipeline(self) -> Pipeline:
+        """The pipeline of this process's items, made when the first item asks for it."""
+        if self._pipeline is None:
+            from .pipeline import CostBudget, Pipeline, model_concurrency
+
+            concurrency = self.options.judge_options.concurrency
+            drawing = max((model_concurrency(run) for run in self.runs.values()), default=1)
+            # Room for a whole batch, and for every hosted request in flight, on top of the
+            # sheets waiting for a judge.
+            lookahead = max(2 * concurrency, 2 * self.options.model_options.batch_size,
+                            2 * drawing)
+            self._pipeline = Pipeline(concurrency=concurrency, lookahead=lookahead,
+                                      budget=CostBudget(self._budget),
+                                      generation_concurrency=drawing)
+        return self._pipeline
+
     def _references(self, options: Options) -> References | None:
         if options.setting != "scaffold":
             return None
+        from .references import GeneratedReferences, ReferenceDir
+        from .runner import case_seed
+
         if options.reference_dir is not None:
             return ReferenceDir(options.reference_dir)
         assert options.reference_model is not None  # parse_options demands one of the two
@@ -187,6 +204,8 @@ class ImagetimeSession:
                             or i.case.id in kept]
         if not self.options.dry_run:
             return
+        from .estimate import estimate, estimate_lines
+
         ours = [i for i in items if isinstance(i, CaseItem)]
         estimates = [estimate(run, [i.case for i in ours if i.run is run])
                      for run in self.runs.values()]
@@ -234,6 +253,8 @@ class ImagetimeSession:
         outcome = self._outcomes.pop(report.nodeid, None)
         # Rebuilt from the properties even in this process: a serial run's report then holds
         # exactly what an xdist run's does (the properties round their values).
+        from .record import ItemRecord
+
         record = ItemRecord.from_properties(report.user_properties)
         if outcome is None or record is None:
             return  # skipped, or not an ImageTime item
@@ -358,13 +379,45 @@ class ImagetimeSession:
     # are then written while the workers shut down (xdist's own hook waits for them).
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.pipeline.close()
+        if self._pipeline is not None:
+            self._pipeline.close()
         for run in self.runs.values():
             close = getattr(run.model, "close", None)
             if callable(close):
                 close()
         if _is_xdist_worker(self.config):
             return
+        if any(self.records.values()):
+            self._write_reports()
+        if any(result.breached for result in self.gate_results):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.options.update_baseline and self.options.baseline is not None:
+            from .report.json_report import write_report
+
+            for path, report in self.reports:
+                spec = next(s for s in self.runs.values() if s.paths.report == path)
+                target = self._baseline_path(spec)
+                assert target is not None
+                write_report(target, report)
+        if self.options.html is not None and self.reports:
+            self._write_html(self.options.html)
+        self._write_galleries()
+        if self.options.junit is not None and self.reports:
+            from .report.junit import write_junit_items
+
+            write_junit_items(self.options.junit, [report["items"] for _, report in self.reports],
+                              self.messages)
+        # Everything is written: only the summary's part of each report stays, so the end of
+        # the session (other plugins' summaries, their imports) reuses the items' memory.
+        self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
+                        for path, report in self.reports]
+
+    def _write_reports(self) -> None:
+        """Each run's report of the items this session ran, compared with its baseline."""
+        from .gate import compare, gate_json
+        from .report.json_report import items_of, report_of_items, write_report
+        from .runner import now
+
         created = now()
         for spec in self.runs.values():
             records = self.records.pop(str(spec.paths.run_dir), None)
@@ -389,24 +442,6 @@ class ImagetimeSession:
             self.config.hook.pytest_imagetime_update_report(report=report, config=self.config)
             write_report(spec.paths.report, report)
             self.reports.append((spec.paths.report, report))
-        if any(result.breached for result in self.gate_results):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self.options.update_baseline and self.options.baseline is not None:
-            for path, report in self.reports:
-                spec = next(s for s in self.runs.values() if s.paths.report == path)
-                target = self._baseline_path(spec)
-                assert target is not None
-                write_report(target, report)
-        if self.options.html is not None and self.reports:
-            self._write_html(self.options.html)
-        self._write_galleries()
-        if self.options.junit is not None and self.reports:
-            write_junit_items(self.options.junit, [report["items"] for _, report in self.reports],
-                              self.messages)
-        # Everything is written: only the summary's part of each report stays, so the end of
-        # the session (other plugins' summaries, their imports) reuses the items' memory.
-        self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
-                        for path, report in self.reports]
 
     def _write_galleries(self) -> None:
         for spec in self.runs.values():
@@ -438,6 +473,8 @@ class ImagetimeSession:
                     self.messages[item["key"]] = f"{text}\n{link}" if text else link
 
     def _manifest(self, spec: RunSpec, records: list[ItemRecord]) -> dict[str, Any]:
+        from .report.json_report import case_set
+
         return {
             "model": {"spec": spec.model.name, "config": dict(spec.model.config())},
             "judge": {"name": spec.judge.name, "config": dict(spec.judge.config())},
@@ -458,6 +495,9 @@ class ImagetimeSession:
             tr.write_line(f"dense-grid gallery (qualitative, not scored): {gallery}")
         if not self.reports:
             return
+        from .gate import gate_lines
+        from .report.summary import summary_lines
+
         tr.write_sep("=", "ImageTime summary")
         for line in summary_lines([report for _, report in self.reports]):
             tr.write_line(line)
@@ -529,6 +569,8 @@ class CaseItem(PlainFailures, pytest.Item):
             self, marks, lambda name: f"ImageTime items of domain {domain}")
 
     def base_record(self) -> ItemRecord:
+        from .record import ItemRecord
+
         case, run = self.case, self.run
         return ItemRecord(
             key=f"{case.id}[{with_setting(run.model.name, run.setting, run.grid)}]",
@@ -543,10 +585,14 @@ class CaseItem(PlainFailures, pytest.Item):
 
     def job(self) -> Job:
         if self._job is None:  # asked for when the pipeline is planned, and again at setup
+            from .pipeline import Job
+
             self._job = Job(self.nodeid, self.run, self.case, self.base_record())
         return self._job
 
     def setup(self) -> None:
+        from .runner import ItemOutcome, Sheet
+
         session: ImagetimeSession = self.config.stash[session_key]
         if not self.run.judged:
             result = session.result_for(self)
@@ -591,6 +637,8 @@ class CaseItem(PlainFailures, pytest.Item):
             return
         assert self.outcome is not None
         threshold = self.config.stash[session_key].options.pass_threshold
+        from .conditions import explain, unmet_conditions
+
         unmet = unmet_conditions(self.case, self.outcome, threshold)
         for extra in self.config.hook.pytest_imagetime_item_conditions(
                 case=self.case, outcome=self.outcome, config=self.config):
