@@ -8,6 +8,7 @@ import json
 import marshal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,9 +52,12 @@ def test_an_entry_of_another_shape_is_parsed_again(tmp_path: Path, cache: Path) 
     path = write_case_file(tmp_path / "one.yaml", [case_dict()])
     expected = load_case_file(path)
     entry = _entries(cache)[0]
-    entry.write_bytes(marshal.dumps(({"cases": []}, None, [])))  # the first format's shape
-    assert load_case_file(path) == expected
-    assert len(marshal.loads(entry.read_bytes())) == 4
+    shapes: list[tuple[Any, ...]] = [({"cases": []}, None, []), ({"cases": []}, None, [], []),
+                                     ({}, [], []), ([("too", "short")], [], [])]
+    for shape in shapes:
+        entry.write_bytes(marshal.dumps(shape))  # earlier formats' shapes, and wrong ones
+        assert load_case_file(path) == expected
+        assert [type(part) for part in marshal.loads(entry.read_bytes())] == [list] * 3
 
 
 def test_problems_are_kept_with_their_lines_and_path(tmp_path: Path, cache: Path) -> None:
@@ -149,15 +153,15 @@ def test_old_entries_are_pruned(tmp_path: Path, cache: Path,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(case_cache, "MAX_ENTRIES", 3)
     for n in range(5):
-        case_cache.store(f"text {n}", ({"n": n}, None, [], []))
+        case_cache.store(f"text {n}", ([{"n": n}], [], []))
     assert len(_entries(cache)) == 3
-    assert case_cache.load("text 4") == ({"n": 4}, None, [], [])
+    assert case_cache.load("text 4") == ([{"n": 4}], [], [])
 
 
 def test_values_marshal_cannot_keep_are_not_kept(cache: Path) -> None:
     import datetime
 
-    case_cache.store("dated", ({"when": datetime.date(2026, 1, 1)}, None, [], []))
+    case_cache.store("dated", ([{"when": datetime.date(2026, 1, 1)}], [], []))
     assert case_cache.load("dated") is None
     assert not _entries(cache)
 

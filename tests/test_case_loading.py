@@ -227,16 +227,14 @@ def _all_paths(lines: dict[tuple[str | int, ...], int]) -> list[tuple[str | int,
 
 def _both_ways(text: str) -> tuple[Any, dict[tuple[str | int, ...], int], list[cases._Lines]]:
     """The reference parse (data with every line) and the fast one (plain data, lines looked
-    up lazily, from the parse's nodes or, for a kept file, from nodes composed again); their
-    data must be equal."""
+    up lazily from the parse's nodes); their data must be equal."""
     lines: dict[tuple[str | int, ...], int] = {}
     data = case_yaml._to_data(_compose(text), (), lines, yaml.constructor.SafeConstructor())
     parsed = case_yaml.parse(text)
     assert parsed is not None
     plain, case_lines, root = parsed
     assert plain == data
-    return data, lines, [cases._Lines(case_lines, lambda: root),
-                         cases._Lines(case_lines, lambda: cases._composed(text))]
+    return data, lines, [cases._Lines(case_lines, lambda: root)]
 
 
 @pytest.mark.parametrize("text", TRICKY_YAML)

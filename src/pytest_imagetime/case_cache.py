@@ -3,9 +3,10 @@ YAML again.
 
 libyaml takes about 0.3 s to parse the 22 packaged case files, and the checks 0.06 s more, in
 every process that collects them: each run, each xdist worker, each resume, each lint. What a
-valid text gave (its plain data, the line of each case, the problems the checks found) is
-kept under the SHA-256 of the text and of the code that parses and checks it, so an edited
-file, or a new version of the checks, is parsed and checked afresh: nothing can go stale.
+valid text gave (the values of each case as the case holds them, with its line; the problems
+the checks found; each case's spec hash) is kept under the SHA-256 of the text and of the code
+that parses and checks it, so an edited file, or a new version of the checks, is parsed and
+checked afresh: nothing can go stale.
 Files the schema rejects are not kept (they are being fixed, and their messages come from
 jsonschema).
 
@@ -27,7 +28,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, cast
 
-FORMAT = 2  # of what is kept; old entries are never looked up again, and are pruned
+FORMAT = 3  # of what is kept; old entries are never looked up again, and are pruned
 MAX_ENTRIES = 256  # a few versions of every case file a machine has
 SUFFIX = ".parsed"
 OFF = ("", "off", "none")
@@ -36,9 +37,9 @@ CODE = ("cases.py", "case_yaml.py", "case_cache.py", "rubric.py", "schemacheck.p
         "schemas/cases.schema.json")
 
 Found = tuple[str, int | None, str | None, str | None, str]  # a problem, less its path
-# Plain data, the line of each case, problems, and each case's spec hash (hashing a case's
-# spec as JSON takes about 0.1 ms, and every run hashes every case).
-Kept = tuple[Any, list[int] | None, list[Found], list[str]]
+# The fields of each case (cases.CaseFields, plain values), problems, and each case's spec
+# hash (hashing a case's spec as JSON takes about 0.1 ms, and every run hashes every case).
+Kept = tuple[list[Any], list[Found], list[str]]
 
 
 def cache_dir() -> Path | None:
@@ -101,9 +102,8 @@ def load(text: str) -> Kept | None:
         kept = marshal.loads(_entry(folder, text).read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return None
-    if not (isinstance(kept, tuple) and len(kept) == 4 and isinstance(kept[0], dict)
-            and (kept[1] is None or isinstance(kept[1], list)) and isinstance(kept[2], list)
-            and isinstance(kept[3], list)):
+    if not (isinstance(kept, tuple) and len(kept) == 3
+            and all(isinstance(part, list) for part in kept)):
         return None
     return cast(Kept, kept)
 

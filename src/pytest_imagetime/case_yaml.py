@@ -82,12 +82,6 @@ def _case_lines(root: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> l
     return lines
 
 
-def compose(text: str) -> yaml.Node | None:
-    """The node tree of a text that parsed before."""
-    node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
-    return node
-
-
 def locate(root: yaml.Node, lines: Located) -> None:
     """Fill ``lines`` with the line of every data path under ``root``."""
     _to_data(root, (), lines, yaml.constructor.SafeConstructor())

@@ -298,7 +298,10 @@ def _gc_paused() -> Iterator[None]:
 def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem]]:
     kept = case_cache.load(text)
     if kept is not None:
-        return _from_cache(text, shown, kept)
+        try:
+            return _from_cache(text, shown, kept)
+        except (TypeError, ValueError):
+            pass  # an entry of the right shape holding something else: parsed again
     from . import case_yaml  # only here: a kept file never imports PyYAML
 
     try:
@@ -319,15 +322,16 @@ def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem
         if problems:
             return (), problems
     try:
-        cases = tuple(_build_case(raw, data.get("domain"), shown, lines, i)
-                      for i, raw in enumerate(data["cases"]))
+        built = [_case_fields(raw, data.get("domain"), shown, lines, i)
+                 for i, raw in enumerate(data["cases"])]
     except CaseFileError as exc:
         return (), list(exc.problems)
+    cases = tuple(_case_of(fields, shown) for fields in built)
     for i, case in enumerate(cases):
         problems.extend(case_problems(case, shown, lambda f, i=i: lines(("cases", i, *f))))
     problems.extend(duplicate_id_problems(cases))
     if valid:  # jsonschema's messages (on invalid files) depend on its version: not kept
-        case_cache.store(text, (data, lines.cases, [
+        case_cache.store(text, (built, [
             (p.message, p.line, p.case_id, p.field, p.severity) for p in problems],
             [case.spec_hash for case in cases]))
     return cases, problems
@@ -337,23 +341,14 @@ def _from_cache(text: str, shown: str, kept: case_cache.Kept) -> tuple[tuple[Cas
                                                                        list[Problem]]:
     """What _inspect_text found in this text before, with ``shown`` as the path: the checks
     are not run again (the cache key covers their code)."""
-    data, case_lines, found, hashes = kept
-    lines = _Lines(case_lines, lambda: _composed(text))
-    cases = tuple(_build_case(raw, data.get("domain"), shown, lines, i)
-                  for i, raw in enumerate(data["cases"]))
+    built, found, hashes = kept
+    cases = tuple(_case_of(fields, shown) for fields in built)
     if len(hashes) == len(cases):
         for case, spec_hash in zip(cases, hashes, strict=True):
             case.__dict__["spec_hash"] = spec_hash  # what the cached property would compute
     return cases, [Problem(shown, message, line, case_id, name,
                            "warning" if severity == "warning" else "error")
                    for message, line, case_id, name, severity in found]
-
-
-def _composed(text: str) -> Any:
-    """The YAML node tree of a kept file, composed again only to locate a problem."""
-    from . import case_yaml
-
-    return case_yaml.compose(text)
 
 
 def _schema_problems(data: Any, shown: str,
@@ -391,40 +386,57 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
     return error.message
 
 
-def _build_case(raw: dict[str, Any], default_domain: str | None, shown: str,
-                lines: Callable[[Sequence[str | int]], int | None], index: int) -> Case:
+# A case's fields in Case's order, as plain values (the kept form of a case file), less its
+# source: id, domain, subcategory, concept, difficulty, variant, levels, applicable, setup,
+# entities, states, predicates, temporal constraints, forbidden, prompt, line.
+CaseFields = tuple[str, str, str, str, str, int, tuple[str, ...], dict[str, bool],
+                   tuple[str, str, str], dict[str, tuple[str, ...]], dict[str, str],
+                   tuple[tuple[str, str, str], ...], tuple[str, ...], tuple[tuple[str, str], ...],
+                   str, int | None]
+
+
+def _case_fields(raw: dict[str, Any], default_domain: str | None, shown: str,
+                 lines: Callable[[Sequence[str | int]], int | None], index: int) -> CaseFields:
+    """A schema-valid case's values as the case holds them: defaults filled in, texts
+    stripped, the prompt on one line. Kept as they are, so a kept file is built without
+    doing this again."""
     domain = raw.get("domain") or default_domain
     if not domain:
         raise CaseFileError([Problem(shown, "no domain: give 'domain' in the case or the file",
                                      line=lines(("cases", index)), case_id=raw["id"],
                                      field="domain")])
     # Names repeated across cases (levels, stages, ids, categories) are interned: one string
-    # each instead of one per case (about 1 MB for the packaged cases).
-    predicates = tuple(Predicate(intern(p.get("id") or f"p{i + 1}"), intern(p["stage"]),
-                                 p["text"].strip())
-                       for i, p in enumerate(raw["predicates"]))
+    # each instead of one per case (about 1 MB for the packaged cases); marshal keeps them so.
     setup = raw["setup"]
-    return Case(
-        id=raw["id"],
-        domain=intern(domain),
-        subcategory=intern(raw["subcategory"]),
-        concept=intern(raw["concept"]),
-        difficulty=intern(raw["difficulty"]),
-        variant=int(raw["variant"]),
-        levels=tuple(sorted(map(intern, raw["levels"]), key=LEVEL_KEYS.index)),
-        applicable=Applicability(**raw["applicable"]),
-        setup=Setup(setup["scene"], intern(setup["style"]), setup["camera"]),
-        entities={role: tuple(raw["entities"].get(role, ())) for role in ENTITY_ROLES
-                  if raw["entities"].get(role)},
-        states={s: raw["states"][s].strip() for s in STAGES},
-        predicates=predicates,
-        temporal_constraints=tuple(raw["temporal_constraints"]),
-        forbidden=tuple(Forbidden(intern(f"f{i + 1}"), t.strip())
-                        for i, t in enumerate(raw["forbidden"])),
-        prompt=" ".join(raw["prompt"].split()),
-        source=shown,
-        line=lines(("cases", index)),
+    return (
+        raw["id"],
+        intern(domain),
+        intern(raw["subcategory"]),
+        intern(raw["concept"]),
+        intern(raw["difficulty"]),
+        int(raw["variant"]),
+        tuple(sorted(map(intern, raw["levels"]), key=LEVEL_KEYS.index)),
+        dict(raw["applicable"]),
+        (setup["scene"], intern(setup["style"]), setup["camera"]),
+        {role: tuple(raw["entities"].get(role, ())) for role in ENTITY_ROLES
+         if raw["entities"].get(role)},
+        {s: raw["states"][s].strip() for s in STAGES},
+        tuple((intern(p.get("id") or f"p{i + 1}"), intern(p["stage"]), p["text"].strip())
+              for i, p in enumerate(raw["predicates"])),
+        tuple(raw["temporal_constraints"]),
+        tuple((intern(f"f{i + 1}"), t.strip()) for i, t in enumerate(raw["forbidden"])),
+        " ".join(raw["prompt"].split()),
+        lines(("cases", index)),
     )
+
+
+def _case_of(fields: CaseFields, shown: str) -> Case:
+    (case_id, domain, subcategory, concept, difficulty, variant, levels, applicable, setup,
+     entities, states, predicates, temporal_constraints, forbidden, prompt, line) = fields
+    return Case(case_id, domain, subcategory, concept, difficulty, variant, levels,
+                Applicability(**applicable), Setup(*setup), entities, states,
+                tuple([Predicate(*p) for p in predicates]), temporal_constraints,
+                tuple([Forbidden(*f) for f in forbidden]), prompt, shown, line)
 
 
 # ---------------------------------------------------------------- per-case rules
