@@ -250,11 +250,11 @@ class ImagetimeSession:
             self._finish_item(report)
 
     def _finish_item(self, report: pytest.TestReport) -> None:
+        from .record import ItemRecord
+
         outcome = self._outcomes.pop(report.nodeid, None)
         # Rebuilt from the properties even in this process: a serial run's report then holds
         # exactly what an xdist run's does (the properties round their values).
-        from .record import ItemRecord
-
         record = ItemRecord.from_properties(report.user_properties)
         if outcome is None or record is None:
             return  # skipped, or not an ImageTime item
