@@ -299,7 +299,7 @@ def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem
     kept = case_cache.load(text)
     if kept is not None:
         try:
-            return _from_cache(text, shown, kept)
+            return _from_cache(shown, kept)
         except (TypeError, ValueError):
             pass  # an entry of the right shape holding something else: parsed again
     from . import case_yaml  # only here: a kept file never imports PyYAML
@@ -337,8 +337,7 @@ def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem
     return cases, problems
 
 
-def _from_cache(text: str, shown: str, kept: case_cache.Kept) -> tuple[tuple[Case, ...],
-                                                                       list[Problem]]:
+def _from_cache(shown: str, kept: case_cache.Kept) -> tuple[tuple[Case, ...], list[Problem]]:
     """What _inspect_text found in this text before, with ``shown`` as the path: the checks
     are not run again (the cache key covers their code)."""
     built, found, hashes = kept
