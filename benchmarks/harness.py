@@ -14,7 +14,11 @@ beside each figure, its target and PASS or MISS:
    sheet, the pixel judge scores it);
 3. resuming the finished procedural run against its collection (the report must show
    nothing generated or judged); beside it, for information, against plain pytest running as
-   many tests that do nothing (pytest's own cost per test, which a resume cannot avoid);
+   many tests that do nothing (pytest's own cost per test, which a resume cannot avoid), and
+   the resume's floor: its collection plus what reporting as many items costs with pytest's
+   per-phase hooks skipped as a resume skips them (plain tests that do nothing, replayed by
+   ``pytest_imagetime.replay``), that is a resume whose lookups, records and report files
+   cost nothing;
 4. peak RSS of the procedural run against a run of a tenth of the cases;
 5. the procedural run with ``-n 2`` against without;
 6. a judge-bound run (vlm judge against a local server answering after ``--latency``
@@ -89,6 +93,19 @@ import pytest
 @pytest.mark.parametrize("i", range({n}))
 def test_item(i):
     pass
+"""
+
+# Plain pytest's tests run as a resume runs its finished items: the floor of figure 3.
+PLAIN_REPLAY = """\
+import pytest
+
+from pytest_imagetime.replay import replay
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    replay(item, nextitem)
+    return True
 """
 
 # Plain pytest doing the one piece of real work every benchmark item does: write a sheet.
@@ -226,6 +243,9 @@ class Bench:
         self.subset_args = [str(self.root / "subset")]
         for name, template in (("plain_collect", PLAIN_COLLECT), ("plain_run", PLAIN_RUN)):
             (self.fresh(name) / "test_plain.py").write_text(template.format(n=self.items))
+        replayed = self.fresh("plain_replay")
+        (replayed / "test_plain.py").write_text(PLAIN_COLLECT.format(n=self.items))
+        (replayed / "conftest.py").write_text(PLAIN_REPLAY)
         # Sheets and judgments made once, for the run whose model and judge cost nothing.
         made = self.fresh("made")
         pytest_run([*RUN, *self.case_args], made)
@@ -261,6 +281,7 @@ class Results:
     plain_run: Series = field(default_factory=Series)
     resume: Series = field(default_factory=Series)
     plain_trivial: Series = field(default_factory=Series)
+    plain_replay: Series = field(default_factory=Series)
     subset: Series = field(default_factory=Series)
     xdist: Series = field(default_factory=Series)
     resumed_counts: list[tuple[int, int]] = field(default_factory=list)
@@ -280,6 +301,7 @@ def repetition(bench: Bench, res: Results) -> None:
     res.resume.add(pytest_run([*RUN, *cases], run_dir))
     res.resumed_counts.append(report_counts(run_dir))
     res.plain_trivial.add(bench.plain("plain_collect"))
+    res.plain_replay.add(bench.plain("plain_replay"))
     res.subset.add(pytest_run([*RUN, *bench.subset_args], bench.fresh("subset_run")))
     res.xdist.add(pytest_run(["-n", "2", *RUN, *cases], bench.fresh("xdist")))
 
@@ -334,6 +356,13 @@ def print_table(bench: Bench, res: Results, repeat: int, found: Overlap | None) 
           f"{res.resume.time() / res.plain_trivial.time():6.2f}x  (information: plain pytest "
           f"running {bench.items} tests that do nothing takes "
           f"{res.plain_trivial.time() / res.plain_collect.time():.2f}x its collection)")
+    # Reporting the items costs the replayed plain run what it adds to its own collection.
+    floor = res.collect.time() + res.plain_replay.time() - res.plain_collect.time()
+    replayed = res.plain_replay.time_text().strip()
+    print(f"{'  floor':<22} {f'{floor:7.2f} s':<32} {res.collect.time_text():<32} "
+          f"{floor / res.collect.time():6.2f}x  (information: the collection plus pytest "
+          f"reporting {bench.items} replayed items, {replayed} for plain "
+          f"ones: a resume whose lookups, records and report files cost nothing)")
     print(row(f"4 RSS {bench.items} vs {subset}", res.full.rss_text(), res.subset.rss_text(),
               res.full.rss() / res.subset.rss(), 1.2, True))
     print(row("5 -n 2 speed-up", res.xdist.time_text(), res.full.time_text(),
