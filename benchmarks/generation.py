@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -144,7 +144,7 @@ def sheet_costs(run: Path, limit: int = 40) -> tuple[float, float, int]:
     return statistics.median(measure), statistics.median(encode), len(paths)
 
 
-def _seconds(work: Any, image: Any) -> float:
+def _seconds(work: Callable[[Any], object], image: Any) -> float:
     started = time.perf_counter()
     work(image)
     return time.perf_counter() - started
