@@ -39,23 +39,20 @@ def _to_plain(node: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> Any
     """What _to_data returns, without the line map a valid file never needs. Strings, nearly
     every scalar of a case file, skip the constructor: for them it returns the node's value."""
     if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode):
-                key = key_node.value
-            else:
-                key = str(scalars.construct_object(key_node))
-            if value_node.tag == _STR_TAG and isinstance(value_node, yaml.ScalarNode):
-                out[key] = value_node.value
-            else:
-                out[key] = _to_plain(value_node, scalars)
-        return out
+        return {_key(key_node, scalars): _to_plain(value_node, scalars)
+                for key_node, value_node in node.value}
     if isinstance(node, yaml.SequenceNode):
-        return [v.value if v.tag == _STR_TAG and isinstance(v, yaml.ScalarNode)
-                else _to_plain(v, scalars) for v in node.value]
+        return [_to_plain(v, scalars) for v in node.value]
     if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
         return node.value
     return scalars.construct_object(node)
+
+
+def _key(node: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> str:
+    """A mapping key as the data holds it: a string key as written, any other as str()."""
+    if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+        return str(node.value)
+    return str(scalars.construct_object(node))
 
 
 def parse(text: str) -> tuple[Any, list[int] | None, yaml.Node] | None:
@@ -73,10 +70,7 @@ def _case_lines(root: yaml.Node, scalars: yaml.constructor.SafeConstructor) -> l
     lines = None
     if isinstance(root, yaml.MappingNode):
         for key_node, value_node in root.value:  # the last 'cases' wins, as in the data
-            key = (key_node.value if key_node.tag == _STR_TAG
-                   and isinstance(key_node, yaml.ScalarNode)
-                   else str(scalars.construct_object(key_node)))
-            if key == "cases":
+            if _key(key_node, scalars) == "cases":
                 lines = ([n.start_mark.line + 1 for n in value_node.value]
                          if isinstance(value_node, yaml.SequenceNode) else None)
     return lines
