@@ -635,10 +635,10 @@ class CaseItem(PlainFailures, pytest.Item):
                 raise ConditionsNotMet(f"{self.case.id}: the dense grid is {width}x{height}, "
                                        f"not square")
             return
-        assert self.outcome is not None
-        threshold = self.config.stash[session_key].options.pass_threshold
         from .conditions import explain, unmet_conditions
 
+        assert self.outcome is not None
+        threshold = self.config.stash[session_key].options.pass_threshold
         unmet = unmet_conditions(self.case, self.outcome, threshold)
         for extra in self.config.hook.pytest_imagetime_item_conditions(
                 case=self.case, outcome=self.outcome, config=self.config):
