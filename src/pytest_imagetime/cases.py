@@ -20,7 +20,7 @@ from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import case_cache
+from . import case_cache, case_rules
 from .rubric import LEVEL_KEYS, Applicability
 from .schemacheck import Check, UnsupportedSchema, compile_check
 
@@ -79,6 +79,7 @@ class Predicate:
     id: str
     stage: str  # t1..t4 or "all"
     text: str
+    tags: tuple[str, ...] = ()  # e.g. "small-text": deciding it means reading the image
 
 
 @dataclass(frozen=True, slots=True)  # slots: every case holds several
@@ -118,7 +119,10 @@ class Case:
         data["setup"] = _flat(self.setup)
         data["entities"] = {k: list(v) for k, v in self.entities.items()}
         data["states"] = dict(self.states)
-        data["predicates"] = [_flat(p) for p in self.predicates]
+        # Tags only where a predicate has some: untagged cases keep their spec hash.
+        data["predicates"] = [{"id": p.id, "stage": p.stage, "text": p.text,
+                               **({"tags": list(p.tags)} if p.tags else {})}
+                              for p in self.predicates]
         data["temporal_constraints"] = list(self.temporal_constraints)
         data["forbidden"] = [_flat(f) for f in self.forbidden]
         return data
@@ -390,7 +394,8 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 # entities, states, predicates, temporal constraints, forbidden, prompt, line.
 CaseFields = tuple[str, str, str, str, str, int, tuple[str, ...], dict[str, bool],
                    tuple[str, str, str], dict[str, tuple[str, ...]], dict[str, str],
-                   tuple[tuple[str, str, str], ...], tuple[str, ...], tuple[tuple[str, str], ...],
+                   tuple[tuple[str, str, str, tuple[str, ...]], ...], tuple[str, ...],
+                   tuple[tuple[str, str], ...],
                    str, int | None]
 
 
@@ -420,7 +425,8 @@ def _case_fields(raw: dict[str, Any], default_domain: str | None, shown: str,
         {role: tuple(raw["entities"].get(role, ())) for role in ENTITY_ROLES
          if raw["entities"].get(role)},
         {s: raw["states"][s].strip() for s in STAGES},
-        tuple((intern(p.get("id") or f"p{i + 1}"), intern(p["stage"]), p["text"].strip())
+        tuple((intern(p.get("id") or f"p{i + 1}"), intern(p["stage"]), p["text"].strip(),
+               tuple(map(intern, p.get("tags", ()))))
               for i, p in enumerate(raw["predicates"])),
         tuple(raw["temporal_constraints"]),
         tuple((intern(f"f{i + 1}"), t.strip()) for i, t in enumerate(raw["forbidden"])),
@@ -531,6 +537,8 @@ def case_problems(case: Case, shown: str,
     if case.applicable.quantity and not _AMOUNT.search(case.prompt):
         yield problem(("prompt",), "a quantity case should name its counts or amounts",
                       "warning")
+    for finding in case_rules.findings(case):
+        yield problem(finding.field, finding.message, "warning")
 
 
 def duplicate_id_problems(cases: Iterable[Case]) -> Iterator[Problem]:
