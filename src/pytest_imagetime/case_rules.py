@@ -99,7 +99,7 @@ _PHRASE_END = re.compile(
     r"\s(?:(?:right|left) of|on|in|at|of|with|beside|behind|near|next|by|under|over|above|"
     r"below|against|along|across|leaning|hanging|standing|lying|lies|propped|that|which|from|"
     r"to|for|where|inside|outside|between|around|resting|sitting|stacked|folded|pulled|placed|"
-    r"parked|set|mounted|fixed)\s")
+    r"parked|set|mounted|fixed|beyond|running|tied|pushed|upside|hinged)\s")
 
 
 @dataclass(frozen=True)
