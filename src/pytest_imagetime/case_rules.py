@@ -158,8 +158,11 @@ def style_clash(case: Case) -> Iterator[Finding]:
     style = _FLAT_STYLE.search(case.setup.style)
     if not style:
         return
-    checked: list[tuple[Field, str]] = [(("states", s), t) for s, t in case.states.items()]
+    checked: list[tuple[Field, str]] = [(("prompt",), case.prompt)]
+    checked += [(("states", s), t) for s, t in case.states.items()]
     checked += [(("predicates", i, "text"), p.text) for i, p in enumerate(case.predicates)]
+    checked += [(("temporal_constraints", i), t) for i, t in enumerate(case.temporal_constraints)]
+    checked += [(("forbidden", i), f.text) for i, f in enumerate(case.forbidden)]
     for path, text in checked:
         match = _SHEEN.search(text)
         if match:
