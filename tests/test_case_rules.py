@@ -304,3 +304,19 @@ def test_unknown_predicate_tag_is_a_schema_error(tmp_path: Path,
     out = capsys.readouterr().out
     assert "field 'predicates[0].tags[0]'" in out and '"small-text"' in out
 
+
+
+def test_the_judge_and_the_report_show_the_small_text_tag() -> None:
+    from pytest_imagetime.judges.prompt import case_text
+    from pytest_imagetime.report.html import _checks
+
+    reads = Predicate("p4", "t4", "the scale display reads 52 g", ("small-text",))
+    case = _with(predicates=(*make_case().predicates[:3], reads))
+    text = case_text(case, "prompt-only")
+    assert '"tags": [\n    "small-text"\n   ]' in text and text.count('"tags"') == 1
+    judgment = {"evaluates_predicates": True,
+                "predicates": [{"id": "p4", "value": True, "evidence": "52 g shown"},
+                               {"id": "p1", "value": True, "evidence": "empty"}]}
+    page = _checks(judgment, case)
+    assert "the scale display reads 52 g [small-text]" in page
+    assert "the glass is empty<" in page

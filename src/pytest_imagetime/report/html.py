@@ -485,7 +485,8 @@ def _checks(judgment: Mapping[str, Any] | None, case: Case | None) -> str:
     if not judgment.get("evaluates_predicates"):
         return ('<p class="muted">Predicates and forbidden states: not checked by this '
                 "judge.</p>")
-    predicates = {p.id: p.text for p in case.predicates} if case else {}
+    predicates = ({p.id: p.text + "".join(f" [{tag}]" for tag in p.tags)
+                   for p in case.predicates} if case else {})
     forbidden = {f.id: f.text for f in case.forbidden} if case else {}
     return (_verdicts("predicates", judgment.get("predicates", []), predicates)
             + _verdicts("forbidden", judgment.get("forbidden", []), forbidden))
