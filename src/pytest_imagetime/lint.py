@@ -207,7 +207,7 @@ def sibling_flag_problems(a: Case, b: Case) -> Iterator[Problem]:
 # ---------------------------------------------------------------- across domains
 
 # Jaccard similarity of two prompts' content words once the shared template is removed; the
-# packaged cases' cross-domain pairs sit below 0.38 except the copies this rule was made for.
+# packaged cases' cross-domain pairs are at most 0.36 (docs/cases.md).
 CROSS_DOMAIN_SIMILARITY = 0.4
 _OPENING = re.compile(r"^.*?\bshowing\b[^:]*:\s*", re.IGNORECASE)
 _PANEL_LABEL = re.compile(r"\bpanel [1-4]\s*\((?:top|bottom)[ -](?:left|right)\)\s*:",
