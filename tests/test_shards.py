@@ -61,6 +61,8 @@ def test_merged_shards_give_the_unsharded_report(pytester: pytest.Pytester) -> N
         merged = _report(pytester.path / "merged" / run / "report.json")
         whole = _report(pytester.path / "whole" / run / "report.json")
         assert _comparable(merged) == _comparable(whole)
+        assert merged["coverage"] == whole["coverage"]
+        assert merged["coverage"]["complete"] and merged["coverage"]["cases"] == 24
         assert [m["shard"] for m in merged["manifest"]["merged_from"]] == ["1/3", "2/3", "3/3"]
         for item in merged["items"]:
             assert Path(item["image"]).is_file() and Path(item["judgment"]).is_file()
@@ -84,5 +86,5 @@ def test_merge_refuses_shards_of_different_runs(pytester: pytest.Pytester,
 def test_bad_shard_option(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--imagetime-model=procedural", "--imagetime-shard=4/3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --imagetime-shard=4/3: give K/N with 1 <= K <= N, "
-                                 "e.g. 2/8"])
+    result.stderr.fnmatch_lines(["ERROR: --imagetime-shard=4/3: give K/N with 1 <= K <= N "
+                                 "(e.g. 2/8), or auto*"])
