@@ -236,3 +236,22 @@ def test_merge_refuses_shards_of_a_selection(pytester: pytest.Pytester,
     assert (f"procedural/pixel: shard 1/2 (k1/procedural/pixel/report.json) covers "
             f"{len(k1['items'])} of its 12 cases (a -k/-m selection, or a run that stopped "
             f"early)") in err
+
+
+def test_merge_finds_shards_moved_elsewhere(pytester: pytest.Pytester,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """CI artifacts are downloaded elsewhere than where their shard ran."""
+    shutil.copy(builtin_cases_dir() / "constraints.yaml", pytester.path / "constraints.yaml")
+    args = ["constraints.yaml", "--imagetime-model=procedural", "--imagetime-size=128"]
+    for k in (1, 2):
+        pytester.runpytest(*args, f"--imagetime-shard={k}/2", f"--imagetime-out=ran/s{k}")
+    shutil.move(pytester.path / "ran", pytester.path / "downloaded")
+    assert main(["merge", "downloaded/s1", "downloaded/s2", "-o", "merged"]) == 0
+    merged = _report(pytester.path / "merged/procedural/pixel/report.json")
+    assert len(merged["items"]) == 24
+    for item in merged["items"]:
+        assert Path(item["image"]).is_file() and Path(item["judgment"]).is_file()
+    gone = next((pytester.path / "downloaded/s2/procedural/images").glob("*.png"))
+    gone.unlink()
+    assert main(["merge", "downloaded/s1", "downloaded/s2", "-o", "again"]) == 1
+    assert f"its image {gone.relative_to(pytester.path)} is not there" in capsys.readouterr().err

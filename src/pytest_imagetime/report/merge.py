@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,21 @@ def _suite(run: str, members: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str
     return suite
 
 
+def _relocated(record: ItemRecord, recorded_run_dir: str, run_dir: Path) -> ItemRecord:
+    """The record with its files where the part is now: an artifact downloaded elsewhere
+    than where its shard ran holds them at the same place under its run directory."""
+    def located(recorded: str | None) -> str | None:
+        if not recorded or Path(recorded).is_file():
+            return recorded
+        try:
+            below = Path(recorded).relative_to(Path(recorded_run_dir).parent)
+        except ValueError:
+            return recorded
+        return str(run_dir.parent / below)  # named by the error if it is not there either
+
+    return replace(record, image=located(record.image), judgment=located(record.judgment))
+
+
 def _copy(source: str | None, target: Path) -> str | None:
     if not source:
         return source
@@ -153,8 +168,17 @@ def merge(parts: Sequence[Path], out: Path, partial: bool = False) -> list[Path]
     for run, members, suite in merging:
         records: dict[str, ItemRecord] = {}
         for path, report in members:
+            recorded_run_dir = str(report["manifest"].get("run_dir") or path.parent)
             for item in report["items"]:
-                record = record_from_json(item)
+                record = _relocated(record_from_json(item), recorded_run_dir, path.parent)
+                if record.status != "error":
+                    gone = [f for f in (record.image, record.judgment)
+                            if not f or not Path(f).is_file()]
+                    if gone:
+                        raise MergeError(f"{run}: {record.key} of {path}: its "
+                                         f"{'image' if gone[0] == record.image else 'judgment'} "
+                                         f"{gone[0]} is not there; merge the parts with "
+                                         f"their images and judgments")
                 seen = records.get(record.key)
                 if seen is not None and (seen.scores, seen.status) != (record.scores,
                                                                         record.status):
