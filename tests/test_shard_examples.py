@@ -22,7 +22,7 @@ def _shard_option(text: str) -> str:
     command = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     found = re.findall(r"--imagetime-shard=(\$\{\{[^}]*\}\}/\d+|\S+)", command)
     assert len(found) == 1, found
-    return found[0]
+    return str(found[0])
 
 
 def test_the_readme_shows_the_slurm_script_as_it_is() -> None:
