@@ -173,6 +173,9 @@ def coverage_note(name: str, report: Mapping[str, Any]) -> str | None:
         text += f", {coverage['missing']} of them missing)" if coverage["missing"] else ")"
     if coverage.get("outside"):
         text += f"; {coverage['outside']} items of cases outside the suite or changed since"
+    if coverage["shard"]:
+        count = str(coverage["shard"]).split("/")[1]
+        return text + f"; 'imagetime merge' of all {count} shards gives the benchmark result"
     return text + "; not a benchmark result (docs/shards.md)"
 
 
