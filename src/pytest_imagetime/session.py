@@ -432,7 +432,8 @@ class ImagetimeSession:
                         for path, report in self.reports]
 
     def _write_reports(self) -> None:
-        """Each run's report of the items this session ran, compared with its baseline."""
+        """Each run's report of the items this session ran and of the run directory's other
+        current items, compared with its baseline."""
         from .gate import compare, gate_json
         from .report.coverage import coverage_json, kept_items
         from .report.json_report import case_set_of_items, items_of, report_of_items, write_report
