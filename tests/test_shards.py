@@ -255,3 +255,17 @@ def test_merge_finds_shards_moved_elsewhere(pytester: pytest.Pytester,
     gone.unlink()
     assert main(["merge", "downloaded/s1", "downloaded/s2", "-o", "again"]) == 1
     assert f"its image {gone.relative_to(pytester.path)} is not there" in capsys.readouterr().err
+
+
+def test_merge_names_a_report_that_does_not_say_what_it_covers(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copy(builtin_cases_dir() / "constraints.yaml", pytester.path / "constraints.yaml")
+    pytester.runpytest("constraints.yaml", "--imagetime-model=procedural",
+                       "--imagetime-size=128", "--imagetime-shard=1/1", "--imagetime-out=old")
+    path = pytester.path / "old/procedural/pixel/report.json"
+    report = json.loads(path.read_text())
+    del report["coverage"]
+    path.write_text(json.dumps(report))
+    assert main(["merge", "old", "-o", "merged"]) == 1
+    assert ("old/procedural/pixel/report.json: written before reports said which cases they "
+            "cover") in capsys.readouterr().err

@@ -37,6 +37,10 @@ def _reports(part: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
         report = read_json(path)
         if not isinstance(report, dict):
             raise MergeError(f"{path}: not a readable report")
+        if "items" in report and "coverage" not in report:
+            raise MergeError(f"{path}: written before reports said which cases they cover, so "
+                             f"it cannot be checked for a missing shard; run its command again "
+                             f"(stored images and judgments are reused) and merge the new report")
         try:
             validate_report(report)
         except Exception as exc:
