@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.record import ItemRecord
+from pytest_imagetime.report.coverage import Suite, coverage_json
 from pytest_imagetime.report.figures import (
     DPI,
     FIGURES,
@@ -71,6 +72,8 @@ def _report(model: str, records: list[ItemRecord], judge: str = "pixel",
                 "setting": setting, "size": 128, "seed": 0, "pass_threshold": 5.0,
                 "cases": {"n": len(records), "sha256": "0" * 64}}
     report = build_report(manifest, records, "2026-01-01T00:00:00+00:00")
+    suite = Suite("figures", {i["case_id"]: i["case_sha256"] for i in report["items"]})
+    report["coverage"] = coverage_json(report["items"], suite, None, len(report["items"]))
     validate_report(report)
     return report
 

@@ -63,7 +63,7 @@ def _merge(args: argparse.Namespace) -> int:
         print(f"imagetime merge: not a directory: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
-        written = merge(parts, Path(args.out))
+        written = merge(parts, Path(args.out), partial=args.partial)
     except MergeError as exc:
         print(f"imagetime merge: {exc}", file=sys.stderr)
         return 1
@@ -168,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "(--imagetime-shard=K/N) into one run.")
     merge.add_argument("parts", nargs="+", help="Output directories of the shards.")
     merge.add_argument("-o", "--out", required=True, help="Output directory of the merged run.")
+    merge.add_argument("--partial", action="store_true",
+                       help="Merge parts that do not cover the suite (a shard missing, a -k "
+                       "selection); the merged report says it is partial.")
     merge.set_defaults(func=_merge)
     report = sub.add_parser("report", help="HTML report (leaderboard and case pages) and the "
                             "benchmark's figures from stored runs.")

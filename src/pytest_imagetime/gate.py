@@ -153,6 +153,11 @@ def compare(baseline: Mapping[str, Any], current: Mapping[str, Any],
             significant: bool = False, allow_judge_change: bool = False,
             run: str = "") -> GateResult:
     incompatible = [] if allow_judge_change else incompatibilities(baseline, current)
+    from .report.coverage import case_set_difference  # a judge change never excuses this
+
+    different_cases = case_set_difference(baseline, current)
+    if different_cases is not None:
+        incompatible.append(different_cases)
     metrics = ["overall", "gate", *LEVEL_KEYS]
     metrics += [m for m in (*max_drop, *floors) if m not in metrics]
     rows = []
@@ -200,8 +205,9 @@ def gate_lines(results: Sequence[GateResult]) -> list[str]:
         verdict = "BREACHED" if result.breached else "passed"
         lines.append(f"gate {verdict}: {result.run}")
         for problem in result.incompatible:
-            lines.append(f"  not comparable: {problem} (--imagetime-allow-judge-change if "
-                         "intended)")
+            hint = "" if problem.startswith("different cases") else (
+                " (--imagetime-allow-judge-change if intended)")
+            lines.append(f"  not comparable: {problem}{hint}")
         lines.append(f"  {'metric':<8} {'baseline':>8} {'now':>8} {'change':>8} "
                      f"{'95% CI (paired)':>17}  verdict")
         for row in result.rows:

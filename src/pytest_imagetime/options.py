@@ -9,16 +9,19 @@ and says what is accepted.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import shards
 from .judges.base import JudgeOptions
 from .models.base import ModelOptions
 from .models.devices import DeviceError, parse_devices
 from .rubric import SETTINGS, Setting
+from .shards import Shard
 from .sheet_prompts import SHEET, GridError, parse_grid
 
 SUITES = ("imagetime", "tempviz")
@@ -58,6 +61,7 @@ class Options:
     reference_dir: Path | None = None
     reference_model: str | None = None
     grid: tuple[int, int] = SHEET
+    shard_source: str = ""  # the batch system's variable that --imagetime-shard=auto read
     suite: str = "imagetime"
 
     @property
@@ -143,8 +147,9 @@ def add_options(parser: pytest.Parser) -> None:
            "stop: nothing is generated or judged.", ini_type="bool", action="store_true",
            default=None)
     option("shard", "Run one deterministic, balanced share of the cases as K/N (1 <= K <= N), "
-           "e.g. for a CI matrix or a Slurm array; give each shard its own --imagetime-out and "
-           "join them with 'imagetime merge'.")
+           "e.g. for a CI matrix or a Slurm array, or 'auto' ('auto/N') to take K (and N) from "
+           "SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or CI_NODE_INDEX; give each shard its own "
+           "--imagetime-out and join them with 'imagetime merge' (docs/shards.md).")
     option("baseline", "Baseline to gate on: a report.json (for every run) or an output "
            "directory holding <model>/<judge>/report.json per run.")
     option("max-drop", "Tolerated drops below the baseline, e.g. L5:0.3,overall:0.2 (metrics: "
@@ -226,16 +231,13 @@ def _price(config: pytest.Config) -> tuple[float, float] | None:
     return (first, second)
 
 
-def parse_shard(raw: object) -> tuple[int, int] | None:
+def parse_shard(raw: object) -> Shard | None:
     if raw is None:
         return None
     try:
-        k, n = (int(v) for v in str(raw).split("/"))
-    except ValueError:
-        raise _fail("shard", raw, "give K/N with 1 <= K <= N, e.g. 2/8") from None
-    if not 1 <= k <= n:
-        raise _fail("shard", raw, "give K/N with 1 <= K <= N, e.g. 2/8")
-    return (k, n)
+        return shards.parse_shard(str(raw), os.environ)
+    except shards.ShardError as exc:
+        raise _fail("shard", raw, str(exc)) from None
 
 
 def judge_options(config: pytest.Config) -> JudgeOptions:
@@ -340,6 +342,7 @@ def _parse(config: pytest.Config) -> Options:
         junit = Path(str(junit_raw)).expanduser()
         if not junit.is_absolute():
             junit = config.invocation_params.dir / junit
+    shard = parse_shard(_raw(config, "shard"))
     return Options(
         models=models,
         judge=str(_raw(config, "judge") or DEFAULT_JUDGE).strip(),
@@ -358,7 +361,8 @@ def _parse(config: pytest.Config) -> Options:
                          "give a number of USD, 0 or more"),
         dry_run=_flag(config, "dry-run"),
         canaries=_flag(config, "canaries"),
-        shard=parse_shard(_raw(config, "shard")),
+        shard=None if shard is None else (shard.k, shard.n),
+        shard_source="" if shard is None else shard.source,
         baseline=_path(config, "baseline"),
         max_drop=_thresholds(config, "max-drop"),
         floors=_thresholds(config, "min"),

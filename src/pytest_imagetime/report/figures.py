@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ..rubric import C_DIMS, D_DIMS, GATE, LEVEL_KEYS, LEVEL_NAMES
+from .coverage import coverage_text, is_complete
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -83,7 +84,8 @@ def _judge_ids(reports: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
 
 
 def run_labels(reports: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Model spec, "@setting" outside prompt-only, "| judge" when the runs' judges differ."""
+    """Model spec, "@setting" outside prompt-only, "| judge" when the runs' judges differ, and
+    the cases covered for a partial run."""
     judges = _judge_ids(reports)
     by_name = len({name for name, _ in judges}) == len(set(judges))
     labels = []
@@ -94,6 +96,8 @@ def run_labels(reports: Sequence[Mapping[str, Any]]) -> list[str]:
             label += f"@{manifest['setting']}"
         if len(set(judges)) > 1:
             label += f" | {name}" if by_name else f" | {name} {model}".rstrip()
+        if not is_complete(report):  # a subset's means are never shown as the benchmark's
+            label += f" ({coverage_text(report)})"
         labels.append(label)
     return _unique(labels)
 

@@ -32,6 +32,7 @@ from ..cases import Case, CaseFileError, builtin_cases_dir, load_case_file
 from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, LEVEL_KEYS, LEVEL_NAMES
 from ..sheet.geometry import STAGE_ORDER, split
 from ..store import dir_slug, read_json
+from .coverage import coverage_note, coverage_text, is_complete
 
 INDEX = "index.html"
 MEDIA = "media"
@@ -51,6 +52,8 @@ h2 { font-size: 1.05rem; margin: 0; }
 h3 { font-size: .9rem; margin: .6rem 0 .2rem; }
 a { color: #0969da; }
 .muted { color: var(--muted); }
+.partial { color: var(--err); font-weight: 600; }
+tr.partial-run td { background: #fff8c5; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: .5rem 0 1.5rem; }
 th, td { padding: .25rem .45rem; border-bottom: 1px solid var(--line); text-align: right;
@@ -351,33 +354,58 @@ def _gate(rate: float | None) -> str:
     return "–" if rate is None else f"{100 * rate:.1f}%"
 
 
-def _leader_row(rank: int, run: Run) -> str:
+def _leader_row(rank: str, run: Run) -> str:
     agg = run.report["aggregate"]
-    cells = [str(rank), f'<a href="{url(run.page)}">{esc(run.name)}</a>', esc(run.judge)]
-    numbers = [str(agg["n"]), str(agg["passed"]), str(agg["failed"]), str(agg["errors"]),
+    cells = [rank, f'<a href="{url(run.page)}">{esc(run.name)}</a>', esc(run.judge)]
+    note = coverage_note(run.name, run.report)
+    covered = esc(coverage_text(run.report))
+    if note is not None:
+        covered = f'<span class="partial" title="{esc(note)}">{covered}</span>'
+    numbers = [str(agg["n"]), covered, str(agg["passed"]), str(agg["failed"]),
+               str(agg["errors"]),
                num(agg["c_mean"]), num(agg["d_mean"]), f"<b>{num(agg['overall'])}</b>",
                _gate(agg["gate_pass_rate"]), *(num(agg["tree"][k]) for k in LEVEL_KEYS)]
     tail = [esc(run.judge_model), esc(_cost(run))]
     left = "".join(f'<td class="text">{c}</td>' for c in cells[1:])
-    return (f"<tr><td>{cells[0]}</td>{left}" + "".join(f"<td>{c}</td>" for c in numbers)
+    marked = "" if note is None else ' class="partial-run"'
+    return (f"<tr{marked}><td>{cells[0]}</td>{left}" + "".join(f"<td>{c}</td>" for c in numbers)
             + "".join(f'<td class="text">{c}</td>' for c in tail) + "</tr>")
 
 
-def _ranked(runs: Sequence[Run]) -> list[Run]:
+def _ranked(runs: Sequence[Run]) -> list[tuple[str, Run]]:
+    """Ranks for the complete runs of one suite (the one most complete runs ran); the others,
+    partial runs and runs of other suites, follow without a rank."""
     def key(run: Run) -> float:
         overall = run.report["aggregate"]["overall"]
         return math.inf if overall is None else -float(overall)
-    return sorted(runs, key=key)
+
+    def suite(run: Run) -> str:
+        return str(run.report["coverage"]["suite"]["sha256"])
+
+    complete = [r for r in runs if is_complete(r.report)]
+    suites = Counter(suite(r) for r in complete)
+    main = suites.most_common(1)[0][0] if suites else None
+    ranked = sorted((r for r in complete if suite(r) == main), key=key)
+    others = sorted((r for r in runs if r not in ranked), key=key)
+    return [(str(i), r) for i, r in enumerate(ranked, 1)] + [("–", r) for r in others]
 
 
 def leaderboard(runs: Sequence[Run]) -> str:
     levels = "".join(f'<th title="{esc(LEVEL_NAMES[k])}">{k}</th>' for k in LEVEL_KEYS)
     head = ('<tr><th>#</th><th class="text">model</th><th class="text">judge</th><th>N</th>'
+            '<th title="cases covered / cases of the suite">cases</th>'
             "<th>pass</th><th>fail</th><th>errors</th><th>C mean</th><th>D mean</th>"
             f'<th>Overall</th><th>gate pass</th>{levels}<th class="text">judge model</th>'
             '<th class="text">cost</th></tr>')
-    rows = "\n".join(_leader_row(i, run) for i, run in enumerate(_ranked(runs), 1))
-    return f'<div class="scroll"><table id="leaderboard">\n{head}\n{rows}\n</table></div>'
+    ranked = _ranked(runs)
+    rows = "\n".join(_leader_row(rank, run) for rank, run in ranked)
+    table = f'<div class="scroll"><table id="leaderboard">\n{head}\n{rows}\n</table></div>'
+    if all(rank != "–" for rank, _ in ranked):
+        return table
+    return (table + '\n<p class="muted" id="unranked">Rows without a rank cover only part of '
+            "their suite (a -k or -m subset, a shard, a partial merge) or another suite than "
+            "the ranked rows: their scores are not comparable with the ranked rows "
+            "(docs/shards.md).</p>")
 
 
 Cell = Callable[[Run, str], str]
@@ -586,8 +614,10 @@ def _run_header(run: Run) -> str:
                f"{agg['errors']} errors · C mean {num(agg['c_mean'])} · D mean "
                f"{num(agg['d_mean'])} · Overall {num(agg['overall'])} · gate pass "
                f"{_gate(agg['gate_pass_rate'])} · judge cost {esc(_cost(run))}")
+    note = coverage_note(run.name, run.report)
+    covered = "" if note is None else f'<p class="partial" id="coverage">{esc(note)}</p>'
     return (f'<p><a href="{INDEX}">← leaderboard</a></p><h1>{esc(run.name)}</h1>'
-            f'<p class="muted">{facts}</p><p>{summary}</p>')
+            f'<p class="muted">{facts}</p>{covered}<p>{summary}</p>')
 
 
 def _judgment_record(run: Run, item: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -116,7 +116,16 @@ def _scored(item: Mapping[str, Any]) -> Scored:
 
 def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:
     """How many items and which case texts a run judged: one hash over their spec hashes."""
-    hashes = sorted(r.case_sha256 for r in records)
+    return _case_set(r.case_sha256 for r in records)
+
+
+def case_set_of_items(items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``case_set`` of a report's items."""
+    return _case_set(str(i["case_sha256"]) for i in items)
+
+
+def _case_set(case_hashes: Iterable[str]) -> dict[str, Any]:
+    hashes = sorted(case_hashes)
     return {"n": len(hashes),
             "sha256": hashlib.sha256("\n".join(hashes).encode()).hexdigest()}
 
