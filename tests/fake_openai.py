@@ -43,6 +43,9 @@ FAULTS = ("429", "500", "503", "timeout", "reset", "malformed", "schema", "refus
 # Faults the images endpoints serve: the transport ones above, then refusals and bad payloads.
 IMAGE_FAULTS = ("429", "500", "503", "timeout", "reset", "malformed", "content_policy",
                 "no_data", "bad_b64", "not_image")
+# Faults served only when queued by name (never drawn at random): a 400 about one request, a
+# 429 that says the quota is used up, a choice without a message, a 429 that asks for a wait.
+NAMED_FAULTS = ("bad_request", "quota", "no_message", "429_wait")
 CHAT_ROUTE = "/chat/completions"
 GENERATIONS_ROUTE = "/images/generations"
 EDITS_ROUTE = "/images/edits"
@@ -90,6 +93,7 @@ class ServerState:
     strict_models: bool = False  # a model not in ``models`` is a 404, as the real servers do
     required_key: str | None = None  # a request without this key is a 401
     hang_s: float = 0.0  # every request waits this long before it is answered
+    models_forbidden: bool = False  # a restricted key: may call models, not list them
     gets: list[str] = field(default_factory=list)  # GET paths asked for
 
     def next_fault(self) -> str | None:
@@ -229,6 +233,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, _completion(None, refusal="I cannot help with that."))
         elif fault == "empty":
             self._send(200, _completion("{}", choices=False))
+        elif fault == "no_message":
+            answer = _completion("{}")
+            del answer["choices"][0]["message"]
+            self._send(200, answer)
         elif fault == "truncated":
             text = json.dumps(answer_for(request, 8))
             self._send(200, _completion(text[: len(text) // 2], finish="length"))
@@ -252,6 +260,17 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.close()
         elif fault == "malformed":
             self._send_raw(200, malformed)
+        elif fault == "bad_request":
+            self._send(400, {"error": {"message": "Invalid image: the image data is not "
+                                                  "readable.", "type": "invalid_request_error",
+                                       "param": None, "code": "invalid_image"}})
+        elif fault == "quota":
+            self._send(429, {"error": {"message": "You exceeded your current quota, please "
+                                                  "check your plan and billing details.",
+                                       "type": "insufficient_quota", "param": None,
+                                       "code": "insufficient_quota"}})
+        elif fault == "429_wait":
+            self._send(429, {"error": {"message": "rate limited"}}, {"retry-after": "0.05"})
         else:
             return False
         return True
@@ -317,6 +336,13 @@ class Handler(BaseHTTPRequestHandler):
             if state.hang_s:
                 time.sleep(state.hang_s)
             if self._refused(state, None):
+                return
+            if state.models_forbidden:
+                self._send(401, {"error": {
+                    "message": "You have insufficient permissions for this operation. Missing "
+                               "scopes: api.model.read. Check that you have the correct role "
+                               "in your organization (Reader, Writer, Owner) and project.",
+                    "type": "invalid_request_error", "param": None, "code": None}})
                 return
             if state.models is None:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
