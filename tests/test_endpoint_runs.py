@@ -11,7 +11,7 @@ import pytest
 
 from pytest_imagetime.report.json_report import validate_report
 from tests.builders import case_dict, write_case_file
-from tests.fake_openai import ChatServer, ServerState, chat_server, closed_port_url, masked
+from tests.fake_openai import ServerState, chat_server, closed_port_url, masked
 
 KEY = "sk-proj-runKEY0123456789abcdefQzQz"
 CASES = 6
