@@ -11,6 +11,7 @@ the report), zeros (an error item with a score), errors, and what a rerun redoes
     python benchmarks/endpoint_failures.py                 # all 750 cases
     python benchmarks/endpoint_failures.py --quick         # 82 cases (two domains)
     python benchmarks/endpoint_failures.py --only faults   # only the fault table
+    python benchmarks/endpoint_failures.py --only stops --endpoints refused,rejected
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pytest_imagetime.cases import builtin_cases_dir
 
 QUICK = ("constraints.yaml", "kitchen.yaml")
 KEY = "sk-proj-benchmark-0123456789abcdef"
+ENDPOINTS = ("healthy", "refused", "hanging", "rejected")
 
 
 @dataclass
@@ -73,23 +75,28 @@ def run(workdir: Path, out: str, base_url: str, paths: Sequence[str], *extra: st
     return Run(float(found.group(1)), outcomes, json.loads(report_path.read_text()))
 
 
-def stops(workdir: Path, paths: Sequence[str]) -> None:
+def stops(workdir: Path, paths: Sequence[str], endpoints: Sequence[str]) -> None:
     print(f"{'endpoint':<28} {'wall s':>8} {'items':>6} {'errors':>7} {'POSTs':>6} "
           f"{'GETs':>5}  reason")
-    with chat_server(ServerState()) as healthy:
-        found = run(workdir, "healthy", healthy.base_url, paths)
-        print(f"{'answers at once (baseline)':<28} {found.wall_s:>8.2f} {found.items:>6} "
-              f"{sum(found.reasons().values()):>7} {len(healthy.state.requests):>6} "
-              f"{len(healthy.state.gets):>5}")
-    found = run(workdir, "refused", closed_port_url(), paths)
-    _row("refuses connections", found, None, None)
-    with chat_server(ServerState(hang_s=3600.0)) as hanging:
-        found = run(workdir, "hanging", hanging.base_url, paths)
-        _row("never answers", found, len(hanging.state.requests), len(hanging.state.gets))
-    with chat_server(ServerState(required_key="sk-proj-the-right-one-00000000")) as rejecting:
-        found = run(workdir, "rejected", rejecting.base_url, paths)
-        _row("rejects the key (401)", found, len(rejecting.state.requests),
-             len(rejecting.state.gets))
+    if "healthy" in endpoints:
+        with chat_server(ServerState()) as healthy:
+            found = run(workdir, "healthy", healthy.base_url, paths)
+            print(f"{'answers at once (baseline)':<28} {found.wall_s:>8.2f} {found.items:>6} "
+                  f"{sum(found.reasons().values()):>7} {len(healthy.state.requests):>6} "
+                  f"{len(healthy.state.gets):>5}")
+    if "refused" in endpoints:
+        found = run(workdir, "refused", closed_port_url(), paths)
+        _row("refuses connections", found, None, None)
+    if "hanging" in endpoints:
+        with chat_server(ServerState(hang_s=3600.0)) as hanging:
+            found = run(workdir, "hanging", hanging.base_url, paths)
+            _row("never answers", found, len(hanging.state.requests), len(hanging.state.gets))
+    if "rejected" in endpoints:
+        with chat_server(ServerState(required_key="sk-proj-the-right-one-00000000")) \
+                as rejecting:
+            found = run(workdir, "rejected", rejecting.base_url, paths)
+            _row("rejects the key (401)", found, len(rejecting.state.requests),
+                 len(rejecting.state.gets))
 
 
 def _row(name: str, found: Run, posts: int | None, gets: int | None) -> None:
@@ -149,6 +156,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="82 cases instead of all")
     parser.add_argument("--only", choices=("stops", "faults"))
+    parser.add_argument("--endpoints", default=",".join(ENDPOINTS),
+                        help=f"which of {','.join(ENDPOINTS)} to time (default: all)")
     parser.add_argument("--rate", type=float, default=0.2, help="fault rate (default 0.2)")
     parser.add_argument("--fault-timeout", type=float, default=1.0,
                         help="judge timeout for the fault table (default 1 s)")
@@ -163,7 +172,7 @@ def main() -> None:
                 shutil.copy(builtin_cases_dir() / name, workdir / name)
             paths = list(QUICK)
         if args.only in (None, "stops"):
-            stops(workdir, paths)
+            stops(workdir, paths, args.endpoints.split(","))
         if args.only in (None, "faults"):
             faults(workdir, paths, args.rate, args.fault_timeout)
 

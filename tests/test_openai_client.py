@@ -343,3 +343,24 @@ def test_config_and_errors_never_hold_url_credentials(key: str, case: Case) -> N
         with pytest.raises(JudgeError) as info:
             judge.judge(sheet=_sheet(case))
         assert "s3cret" not in str(info.value) and "alice" not in str(info.value)
+
+
+_KEY_TEXT = st.text(alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789-_"), min_size=16, max_size=60)
+
+
+@given(_KEY_TEXT, st.integers(4, 30), st.text(max_size=40), st.text(max_size=40))
+def test_no_form_of_a_key_survives_redaction(key: str, stars: int, before: str,
+                                             after: str) -> None:
+    for shown in (key, key[:8] + "*" * stars + key[-4:], key[:6] + "..." + key[-4:]):
+        cleaned = redact(f"{before} {shown} {after}", [key])
+        assert key not in cleaned and shown not in cleaned
+
+
+@given(st.text(alphabet="abcdefghij0123456789", min_size=1, max_size=12),
+       st.text(alphabet="abcdefghij0123456789!$%", min_size=1, max_size=12))
+def test_no_url_credentials_survive(user: str, password: str) -> None:
+    url = f"https://{user}:{password}@gateway.example/v1"
+    shown = safe_url(url)
+    assert shown == "https://***@gateway.example/v1"
+    assert f"{user}:{password}@" not in redact(f"cannot reach {url}: refused")
