@@ -120,3 +120,19 @@ def test_credentials_in_a_base_url_are_never_stored(pytester: pytest.Pytester,
         if path.is_file():
             assert b"s3cret-pw" not in path.read_bytes(), path
     assert "s3cret-pw" not in result.stdout.str()
+
+
+def test_a_refused_images_endpoint_ends_every_item_as_one_error(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    _cases(pytester)
+    with chat_server() as judge:
+        monkeypatch.setenv("OPENAI_BASE_URL", judge.base_url)
+        result = pytester.runpytest("k.yaml", "--imagetime-model=openai-images",
+                                    f"--imagetime-model-base-url={closed_port_url()}",
+                                    "--imagetime-size=128", "--imagetime-judge-price=2,8")
+    result.assert_outcomes(errors=CASES)
+    (reason,) = _errors(_report(pytester.path / "reports", "openai-images/vlm"))
+    assert reason.startswith("not called: the images endpoint failed once (checked with GET "
+                             "/models before the first call: cannot reach the images endpoint")
+    assert "(--imagetime-model-base-url or OPENAI_BASE_URL)" in reason
+    assert judge.state.requests == []  # nothing to judge
