@@ -4,9 +4,14 @@ redaction, with the real openai client against real local servers."""
 from __future__ import annotations
 
 import email.utils
+import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import given
@@ -364,3 +369,63 @@ def test_no_url_credentials_survive(user: str, password: str) -> None:
     shown = safe_url(url)
     assert shown == "https://***@gateway.example/v1"
     assert f"{user}:{password}@" not in redact(f"cannot reach {url}: refused")
+
+
+class _ForwardProxy(ThreadingHTTPServer):
+    """An HTTP forward proxy on 127.0.0.1 that sends every request on to ``target``."""
+
+    daemon_threads = True
+
+    def __init__(self, target: str) -> None:
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        self.target = target
+        self.seen: list[str] = []
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    server: _ForwardProxy
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def _forward(self) -> None:
+        self.server.seen.append(self.path)  # the absolute URL a client sends a proxy
+        path = urlsplit(self.path).path
+        body = self.rfile.read(int(self.headers.get("content-length", "0") or 0))
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() not in ("host", "proxy-connection", "connection")}
+        request = urllib.request.Request(self.server.target + path, data=body or None,
+                                         headers=headers, method=self.command)
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # not itself
+        try:
+            with direct.open(request, timeout=10) as answer:
+                status, data, kind = answer.status, answer.read(), answer.headers["content-type"]
+        except urllib.error.HTTPError as exc:
+            status, data, kind = exc.code, exc.read(), exc.headers["content-type"]
+        self.send_response(status)
+        self.send_header("content-type", kind or "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _forward
+
+
+def test_requests_go_through_the_proxy_of_the_environment(
+        server: ChatServer, key: str, case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = server.base_url.rsplit("/v1", 1)[0]
+    proxy = _ForwardProxy(target)
+    thread = threading.Thread(target=proxy.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        # A host name only the proxy can reach: the judge gets there through it or not at all.
+        judge = _judge("http://judge.imagetime.invalid/v1")
+        validate_judgment(judge.judge(sheet=_sheet(case)), case, "prompt-only")
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert proxy.seen == ["http://judge.imagetime.invalid/v1/models",
+                          "http://judge.imagetime.invalid/v1/chat/completions"]
