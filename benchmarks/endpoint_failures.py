@@ -3,8 +3,9 @@
 Runs the cases through the procedural model and the vlm judge with the default judge
 settings (120 s timeout, 2 retries, 2 re-asks, 8 at once), against local endpoints on
 127.0.0.1: one that answers at once (the baseline), one that refuses connections, one that
-never answers, one that rejects the key. Prints each run's wall time (what pytest reports),
-its errors, and the requests the endpoint received. Then the fault table: the same run
+never answers, one that rejects the key, one that answers 100 calls and then hangs. Prints
+each run's wall time (what pytest reports), its errors, and the requests the endpoint
+received. Then the fault table: the same run
 against an endpoint with 20% random faults of every kind, counting items lost (missing from
 the report), zeros (an error item with a score), errors, and what a rerun redoes.
 
@@ -39,7 +40,7 @@ from pytest_imagetime.cases import builtin_cases_dir
 
 QUICK = ("constraints.yaml", "kitchen.yaml")
 KEY = "sk-proj-benchmark-0123456789abcdef"
-ENDPOINTS = ("healthy", "refused", "hanging", "rejected")
+ENDPOINTS = ("healthy", "refused", "hanging", "rejected", "hangs-later")
 
 
 @dataclass
@@ -91,6 +92,11 @@ def stops(workdir: Path, paths: Sequence[str], endpoints: Sequence[str]) -> None
         with chat_server(ServerState(hang_s=3600.0)) as hanging:
             found = run(workdir, "hanging", hanging.base_url, paths)
             _row("never answers", found, len(hanging.state.requests), len(hanging.state.gets))
+    if "hangs-later" in endpoints:
+        with chat_server(ServerState(hang_s=3600.0, hang_after=100)) as later:
+            found = run(workdir, "hangs-later", later.base_url, paths)
+            _row("hangs after 100 answers", found, len(later.state.requests),
+                 len(later.state.gets))
     if "rejected" in endpoints:
         with chat_server(ServerState(required_key="sk-proj-the-right-one-00000000")) \
                 as rejecting:

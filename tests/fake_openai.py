@@ -94,6 +94,7 @@ class ServerState:
     required_key: str | None = None  # a request without this key is a 401
     hang_s: float = 0.0  # every request waits this long before it is answered
     models_forbidden: bool = False  # a restricted key: may call models, not list them
+    hang_after: int | None = None  # POSTs answered before every later one hangs (hang_s)
     gets: list[str] = field(default_factory=list)  # GET paths asked for
 
     def next_fault(self) -> str | None:
@@ -184,7 +185,10 @@ class Handler(BaseHTTPRequestHandler):
             state.requests.append(request)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
             state.paths.append(self.path)
-        if state.hang_s:
+        with state.lock:
+            hangs = state.hang_s and (state.hang_after is None
+                                      or len(state.requests) > state.hang_after)
+        if hangs:
             time.sleep(state.hang_s)
         if route is None:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -333,7 +337,7 @@ class Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.gets.append(self.path)
         if self.path.endswith("/models"):
-            if state.hang_s:
+            if state.hang_s and state.hang_after is None:
                 time.sleep(state.hang_s)
             if self._refused(state, None):
                 return

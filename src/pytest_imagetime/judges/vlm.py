@@ -28,7 +28,8 @@ import jsonschema
 from PIL import Image
 
 from ..judgment import JudgeError, Judgment, Verdict, validate_judgment
-from ..openai_client import INSTALL_HINT, Endpoint, EndpointConfig, load_sdk, safe_url
+from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
+from ..openai_client import Endpoint, EndpointConfig, load_sdk, safe_url
 from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION
 from .base import JudgeOptions, SheetToJudge
 from .prices import Price, cost_usd, price_for
@@ -41,8 +42,6 @@ from .prompt import (
     response_schema,
     system_prompt,
 )
-
-__all__ = ["INSTALL_HINT", "InvalidAnswer", "VlmJudge", "endpoint_for", "image_data_url"]
 
 
 class InvalidAnswer(JudgeError):

@@ -28,14 +28,14 @@ from typing import Any
 
 from PIL import Image
 
-from ..openai_client import INSTALL_HINT, Endpoint, EndpointConfig, Failure, load_sdk, safe_url
+from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
+from ..openai_client import Endpoint, EndpointConfig, Failure, load_sdk, safe_url
 from ..probe.ask import api_key
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
 
 DEFAULT_MODEL = "gpt-image-2"  # GPT Image 2, the model the ImageTime paper evaluates
 SEED_NOTE = "the images endpoint takes no seed: the case seed is recorded, not sent"
-__all__ = ["INSTALL_HINT", "OpenAIImagesModel"]
 
 Price = Mapping[str, float]  # USD per 1M tokens by kind: text_input, image_input, ...
 TOKEN_KINDS = ("text_input", "image_input", "image_output", "text_output")
