@@ -78,6 +78,7 @@ def _fail(command: str, message: object) -> int:
 
 
 def probe_order(args: argparse.Namespace) -> int:
+    from ..openai_client import safe_url
     from .ask import JsonAsker
     from .order import ProbeSettings, load_run, model_dirs, probe_runs
     from .order_report import build_report, report_lines, validate_report
@@ -109,7 +110,7 @@ def probe_order(args: argparse.Namespace) -> int:
         outcomes = probe_runs(runs, settings, asker)
     except (ValueError, ImportError) as exc:
         return _fail("probe-order", exc)
-    base_url = made[0].base_url if made else args.base_url
+    base_url = made[0].base_url if made else safe_url(args.base_url)
     price = made[0].price if made else None
     report = build_report(runs, outcomes, settings,
                           {"model": args.judge_model, "base_url": base_url,
