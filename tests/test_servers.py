@@ -150,3 +150,20 @@ def test_a_header_variable_that_is_not_set_stops_at_start_up(
     result.stderr.fnmatch_lines(["*--imagetime-judge-header=X-Api-Key=$GATEWAY_KEY: the "
                                  "environment variable GATEWAY_KEY is not set*"])
     assert not Path(pytester.path / "reports").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "accepted"),
+    [
+        ("--imagetime-judge-header=no-equals-sign", "give NAME=VALUE with an HTTP header name"),
+        ("--imagetime-model-header=Bad Name=x", "give NAME=VALUE with an HTTP header name"),
+        ("--imagetime-judge-reasks=-1", "give an integer from 0 to 100"),
+    ],
+)
+def test_bad_endpoint_options_stop_at_start_up(pytester: pytest.Pytester, option: str,
+                                               accepted: str) -> None:
+    write_case_file(pytester.path / "k.yaml", [case_dict()])
+    result = pytester.runpytest("k.yaml", "--imagetime-model=procedural",
+                                "--imagetime-judge=pixel", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{option}: {accepted}*"])
