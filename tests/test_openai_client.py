@@ -27,6 +27,7 @@ from pytest_imagetime.models.procedural import ProceduralModel
 from pytest_imagetime.openai_client import (
     BREAKER_AFTER,
     MAX_RETRY_AFTER_S,
+    Failure,
     backoff_s,
     redact,
     retry_after,
@@ -429,3 +430,12 @@ def test_requests_go_through_the_proxy_of_the_environment(
         proxy.server_close()
     assert proxy.seen == ["http://judge.imagetime.invalid/v1/models",
                           "http://judge.imagetime.invalid/v1/chat/completions"]
+
+
+def test_server_errors_differing_only_in_their_request_id_are_the_same_failure() -> None:
+    first, second = (Failure("status", 500, f"The server had an error. (Please include the "
+                                            f"request ID req_{rid} in your message.)", True)
+                     for rid in ("8f3a9c01d2", "77b0e4aa19"))
+    assert first.signature == second.signature
+    assert Failure("status", 400, "Unsupported value: 'temperature'", False).signature != \
+        Failure("status", 400, "Unsupported parameter: 'max_tokens'", False).signature

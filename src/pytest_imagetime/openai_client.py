@@ -47,6 +47,8 @@ REFUSAL_CODES = frozenset({"moderation_blocked", "content_policy_violation", "co
 SCOPE_WORDS = ("scope", "permission")
 
 T = TypeVar("T")
+# Request ids and numbers in a server's message ("... request ID req_8f3a9c ...").
+_IDS = re.compile(r"[A-Za-z0-9_\-]*\d[A-Za-z0-9_\-]*")
 
 # ------------------------------------------------------------------ redaction
 
@@ -137,10 +139,11 @@ class Failure:
 
     @property
     def signature(self) -> str:
-        """Failures with the same signature are "the same way" for the breaker."""
+        """Failures with the same signature are "the same way" for the breaker: the same
+        status and message, whatever request id or number the message carries."""
         if self.kind in ("connection", "timeout"):
             return self.kind
-        return f"{self.status}: {self.message}"
+        return f"{self.status}: {_IDS.sub('#', self.message)}"
 
 
 def server_message(body: object, fallback: str) -> str:
