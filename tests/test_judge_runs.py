@@ -99,12 +99,14 @@ def test_random_faults_end_judged_or_as_errors_with_reasons(pytester: pytest.Pyt
     judge_env.state.fault_rate = 0.2
     judge_env.state.timeout_sleep_s = 0.5
     flaky = pytester.runpytest(*_args("--imagetime-out=flaky", "--imagetime-judge-retries=6",
+                                      "--imagetime-judge-reasks=6",
                                       "--imagetime-judge-timeout=0.3"))
     flaky.assert_outcomes(passed=82)
     assert sum(judge_env.state.faults_served.values()) > 10
     assert _scores(_report(pytester.path / "flaky")) == _scores(
         _report(pytester.path / "clean"))
     strict = pytester.runpytest(*_args("--imagetime-out=strict", "--imagetime-judge-retries=0",
+                                       "--imagetime-judge-reasks=0",
                                        "--imagetime-judge-timeout=0.3"))
     outcomes = strict.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("errors", 0) == 82

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,9 @@ def add_options(parser: pytest.Parser) -> None:
            f"{model_defaults.timeout_s:g}); then the item is an error.")
     option("model-retries", f"Transport retries of a hosted image request (429, 5xx, timeouts; "
            f"default: {model_defaults.retries}); never a retry for quality.")
+    option("model-header", "Extra HTTP header for hosted image requests as NAME=VALUE (a "
+           "gateway's routing or key header; VALUE $VAR reads the environment variable VAR); "
+           "repeatable.", ini_type="args", action="append", default=None)
     option("model-process", "Draw in a process of its own, so that storing, measuring and "
            "judging never hold the interpreter lock the backend dispatches its kernels with: "
            "auto (default: backends that draw on a GPU), on, off.")
@@ -130,10 +134,17 @@ def add_options(parser: pytest.Parser) -> None:
            f"{defaults.concurrency}); under -n N a run makes up to N times as many.")
     option("judge-timeout", f"Seconds one judge request may take (default: "
            f"{defaults.timeout_s:g}).")
-    option("judge-retries", f"Retries of a failed or invalid judge answer (default: "
-           f"{defaults.retries}); then the item is an error.")
+    option("judge-retries", f"Transport retries of one judge request (429, 5xx, timeouts, "
+           f"resets; default: {defaults.retries}).")
+    option("judge-reasks", f"Requests again after a judge answer that is not usable (not JSON, "
+           f"wrong shape, refused, cut off; default: {defaults.reasks}); then the item is an "
+           f"error. At most (reasks + 1) x (retries + 1) requests a sheet.")
+    option("judge-header", "Extra HTTP header for judge requests as NAME=VALUE (a gateway's "
+           "routing or key header; VALUE $VAR reads the environment variable VAR); "
+           "repeatable.", ini_type="args", action="append", default=None)
     option("judge-param", "Extra request parameter for the judge as KEY=VALUE (VALUE as JSON "
-           "when it parses, e.g. temperature=0, reasoning_effort=high); repeatable.",
+           "when it parses, e.g. reasoning_effort=high, max_completion_tokens=16000, seed=7); "
+           "repeatable.",
            ini_type="args", action="append", default=None)
     option("judge-price", "Judge price as IN,OUT USD per 1M tokens, overriding the shipped "
            "table.")
@@ -209,12 +220,34 @@ def _judge_params(config: pytest.Config) -> dict[str, Any]:
     for item in _raw(config, "judge-param") or []:
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
-            raise _fail("judge-param", item, "give KEY=VALUE, e.g. temperature=0")
+            raise _fail("judge-param", item, "give KEY=VALUE, e.g. reasoning_effort=high")
         try:
             params[key.strip()] = json.loads(value)
         except ValueError:
             params[key.strip()] = value
     return params
+
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def _headers(config: pytest.Config, name: str) -> dict[str, str]:
+    """``NAME=VALUE`` headers; a VALUE ``$VAR`` or ``${VAR}`` is read from the environment."""
+    headers: dict[str, str] = {}
+    for item in _raw(config, name) or []:
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or not _HEADER_NAME.match(key):
+            raise _fail(name, item, "give NAME=VALUE with an HTTP header name, e.g. "
+                                    "X-Gateway-Route=imagetime or X-Api-Key=$GATEWAY_KEY")
+        variable = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", value.strip())
+        if variable:
+            value = os.environ.get(variable.group(1), "")
+            if not value:
+                raise _fail(name, item, f"the environment variable {variable.group(1)} is "
+                                        f"not set")
+        headers[key] = value
+    return headers
 
 
 def _price(config: pytest.Config) -> tuple[float, float] | None:
@@ -257,7 +290,10 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
                           "give seconds, a number above 0"),
         retries=_number(config, "judge-retries", int, defaults.retries, 0, 100,
                         "give an integer from 0 to 100"),
+        reasks=_number(config, "judge-reasks", int, defaults.reasks, 0, 100,
+                       "give an integer from 0 to 100"),
         params=_judge_params(config),
+        headers=_headers(config, "judge-header"),
         price_per_mtok=_price(config),
         prices_file=Path(str(prices)).expanduser() if prices else None,
         response_format=response,
@@ -284,6 +320,7 @@ def model_options(config: pytest.Config) -> ModelOptions:
                           "give seconds, a number above 0"),
         retries=_number(config, "model-retries", int, defaults.retries, 0, 100,
                         "give an integer from 0 to 100"),
+        headers=_headers(config, "model-header"),
         concurrency=_number(config, "model-concurrency", int, defaults.concurrency, 1, 1024,
                             "give an integer from 1 to 1024"),
         process=_model_process(config),
