@@ -32,9 +32,7 @@ def unmet_conditions(case: Case, outcome: ItemOutcome, pass_threshold: float) ->
                 unmet.append(f"forbidden state {verdict.id} {state}: {forbidden[verdict.id].text}"
                              + (f" [judge: {verdict.evidence}]" if verdict.evidence else ""))
     for cap in outcome.caps:
-        lowered = ", ".join(f"{d} {a}->{b}" for d, (a, b) in cap.lowered.items()) or "nothing"
-        unmet.append(f"cap {cap.rule}: {cap.condition} (labels: {', '.join(cap.labels)}; "
-                     f"lowered {lowered})")
+        unmet.append(f"cap {cap.describe()}")
     overall = record.overall
     if overall is None or overall < pass_threshold:
         shown = "none" if overall is None else f"{overall:.2f}"

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .caps import AppliedCap, apply_caps
+from .caps import AppliedCap, apply_caps, case_scopes, layout_labels
 from .cases import Case
 from .item_error import ItemError
 from .judges.base import SheetToJudge
@@ -64,8 +64,7 @@ class ItemOutcome:
 
 def describe_cap(cap: AppliedCap) -> str:
     """One line that says which rule fired, why, and what it lowered."""
-    lowered = ", ".join(f"{d} {a}->{b}" for d, (a, b) in cap.lowered.items()) or "nothing"
-    return f"{cap.rule}: {cap.condition} (labels: {', '.join(cap.labels)}; lowered {lowered})"
+    return cap.describe()
 
 
 def case_seed(run_seed: int, case_id: str) -> int:
@@ -487,8 +486,9 @@ def stored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet
 def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
                    judgment: Judgment, judged: bool) -> ItemOutcome:
     """Caps applied to the judgment, scores and the item's record."""
-    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet))))
-    capped, caps = apply_caps(judgment.scores, labels, case.applicable)
+    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet))
+                          | set(layout_labels(judgment.layout, spec.setting))))
+    capped, caps = apply_caps(judgment.scores, labels, case_scopes(case, spec.setting))
     scores = score_item(capped)
     failed_predicates = tuple(v.id for v in judgment.predicates if v.value is not True)
     observed = tuple(v.id for v in judgment.forbidden if v.value is not False)

@@ -24,17 +24,21 @@ from typing import Any
 import jsonschema
 from PIL import Image
 
+from ..cases import Case
 from ..judgment import JudgeError, Judgment, Verdict, validate_judgment
-from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION
+from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
 from .base import JudgeOptions, SheetToJudge
 from .prices import Price, cost_usd, price_for
 from .prompt import (
     FORBIDDEN_VERDICTS,
     PREDICATE_VERDICTS,
     PROMPT_VERSION,
+    SchemaKey,
     case_text,
     response_format,
     response_schema,
+    schema_for_key,
+    schema_key,
     system_prompt,
 )
 
@@ -69,9 +73,14 @@ def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-@functools.cache
-def _answer_validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(response_schema())
+@functools.lru_cache(maxsize=64)
+def _validator_of(key: SchemaKey) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema_for_key(*key))
+
+
+def _answer_validator(case: Case, setting: Setting) -> jsonschema.Draft202012Validator:
+    """A validator of this case's answer schema, shared by cases alike in ids and nulls."""
+    return _validator_of(schema_key(case, setting))
 
 
 class VlmJudge:
@@ -132,7 +141,7 @@ class VlmJudge:
         text = case_text(sheet.case, sheet.setting)
         if self.options.response_format == "json_object":
             text += ("\nAnswer with a JSON object matching this JSON Schema:\n"
-                     + json.dumps(response_schema()))
+                     + json.dumps(response_schema(sheet.case, sheet.setting)))
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         if sheet.setting == "scaffold" and sheet.reference is not None:
             content.append({"type": "image_url",
@@ -152,7 +161,7 @@ class VlmJudge:
         # that arrived but is unusable (InvalidAnswer) is asked for again.
         for _attempt in range(self.options.retries + 1):
             try:
-                response = self._call(messages)
+                response = self._call(messages, sheet)
                 usage = getattr(response, "usage", None)
                 tokens_in += int(getattr(usage, "prompt_tokens", 0) or 0)
                 tokens_out += int(getattr(usage, "completion_tokens", 0) or 0)
@@ -169,11 +178,12 @@ class VlmJudge:
         raise JudgeError(f"no valid judgment after {len(problems)} attempts: "
                          + " | ".join(problems))
 
-    def _call(self, messages: list[dict[str, Any]]) -> Any:
+    def _call(self, messages: list[dict[str, Any]], sheet: SheetToJudge) -> Any:
         openai = self._sdk
         request: dict[str, Any] = {"model": self.model, "messages": messages,
                                    "response_format": response_format(
-                                       self.options.response_format)}
+                                       self.options.response_format, sheet.case,
+                                       sheet.setting)}
         request.update(self.options.params)
         try:
             return self.client().chat.completions.create(**request)
@@ -211,7 +221,7 @@ class VlmJudge:
             answer = json.loads(content)
         except ValueError:
             raise InvalidAnswer(f"the answer is not JSON: {_short(content)!r}") from None
-        errors = sorted(_answer_validator().iter_errors(answer),
+        errors = sorted(_answer_validator(sheet.case, sheet.setting).iter_errors(answer),
                         key=lambda e: list(map(str, e.absolute_path)))
         if errors:
             first = errors[0]
@@ -219,6 +229,10 @@ class VlmJudge:
             raise InvalidAnswer(f"the answer does not match the schema at {where}: "
                                 f"{_short(first.message)}")
         scores: dict[str, int | None] = {d: answer["capability"][d]["score"] for d in C_DIMS}
+        layout = dict(answer["layout"])
+        # The panel parse can contradict the layout answer: an unreadable panel is unreadable.
+        layout["all_panels_readable"] = (layout["all_panels_readable"]
+                                         and all(p["readable"] for p in answer["panels"]))
         scores.update({d: answer["diagnostic"][d] for d in D_DIMS})
         return Judgment(
             judge="vlm", judge_model=self.model, rubric_version=RUBRIC_VERSION,
@@ -236,7 +250,7 @@ class VlmJudge:
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             latency_s=round(latency, 3), tokens_in=tokens_in, tokens_out=tokens_out,
             cost_usd=cost_usd(self.price, tokens_in, tokens_out),
-            evaluates_predicates=True,
+            evaluates_predicates=True, layout=layout,
         )
 
     def _redact(self, text: str) -> str:
