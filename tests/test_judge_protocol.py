@@ -3,7 +3,9 @@ protocol's order, per-case schemas, the layout answer, declared nulls and cap sc
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,14 @@ from pytest_imagetime.cases import (
 from pytest_imagetime.judges.prompt import (
     PROCESS_CONDITIONS,
     PROCESS_LISTS,
+    PROMPT_VERSION,
     response_format,
     response_schema,
     system_prompt,
 )
 from pytest_imagetime.judgment import JudgeError, Judgment, validate_judgment
+from pytest_imagetime.report.json_report import ITEM_FIELDS, record_from_json, validate_report
+from pytest_imagetime.report.scores_csv import COLUMNS
 from pytest_imagetime.rubric import (
     ALL_DIMS,
     C_DIMS,
@@ -431,3 +436,53 @@ def test_a_judge_that_counts_three_panels_fails_the_layout_gate_in_a_run(
     (item,) = report["items"]
     assert item["scores"]["C0"] == 0 and item["gate_pass"] is False
     assert "not_2x2_sheet" in item["labels"]
+
+
+# ---------------------------------------------------------------- 7 what the paper reports
+
+
+def test_a_run_keeps_confidences_the_analysis_table_and_the_prompt_text(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    nature = case_dict("nature-leaf-falls-1", not_applicable=["D10"], domain="Nature",
+                       entities={"targets": ["an empty clear glass"],
+                                 "non_targets": ["a green tea towel"]})
+    with chat_server(ServerState()) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        write_case_file(pytester.path / "k.yaml", [case_dict(), nature])
+        result = pytester.runpytest("k.yaml", "--imagetime-model=procedural",
+                                    "--imagetime-size=128")
+    result.assert_outcomes(passed=2)
+    run = pytester.path / "reports" / "procedural" / "vlm"
+    report = json.loads((run / "report.json").read_text())
+    validate_report(report)
+    confidence = report["aggregate"]["judge_confidence"]
+    assert confidence["C0"] == pytest.approx(0.8) and confidence["C1"] is None
+    for domain in ("Kitchen", "Nature"):
+        assert report["aggregate"]["by_domain"][domain]["judge_confidence"]["C2"] == \
+            pytest.approx(0.8)
+    items = {i["case_id"]: i for i in report["items"]}
+    assert items["kitchen-pour-water-1"]["confidence"]["C0"] == pytest.approx(0.8)
+    assert items["nature-leaf-falls-1"]["scores"]["D10"] is None
+
+    with (run / "scores.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["case_id"] for r in rows] == sorted(items)
+    nature_row = next(r for r in rows if r["case_id"] == "nature-leaf-falls-1")
+    assert nature_row["D10"] == "" and nature_row["C1"] == "" and nature_row["C1_confidence"] == ""
+    assert nature_row["C0_confidence"] == "0.8" and nature_row["model"] == "procedural"
+    assert nature_row["setting"] == "prompt-only"
+    assert float(nature_row["overall"]) == pytest.approx(items["nature-leaf-falls-1"]["overall"])
+    assert list(rows[0]) == list(COLUMNS)
+
+    kept = (run / "judge_prompt.txt").read_text()
+    assert system_prompt() in kept and PROMPT_VERSION in kept
+    assert report["manifest"]["judge"]["config"]["prompt_template_sha256"] == \
+        hashlib.sha256(kept.encode()).hexdigest()
+
+
+def test_old_reports_without_confidences_still_read() -> None:
+    item: dict[str, Any] = {name: None for name in ITEM_FIELDS if name != "confidence"}
+    item.update(key="k", case_id="c", labels=[], caps=[], probed_levels=[],
+                predicates_failed=[], forbidden_observed=[], scores={}, tree={})
+    assert record_from_json(item).confidence == {}

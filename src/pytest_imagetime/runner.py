@@ -28,7 +28,7 @@ from .models.base import (
 from .record import ItemRecord
 from .references import Reference, ReferenceError
 from .repeats import combine
-from .rubric import RUBRIC_VERSION
+from .rubric import C_DIMS, RUBRIC_VERSION
 from .run_spec import RunSpec
 from .scoring import ItemScores, score_item
 from .sheet import METRICS_VERSION, geometry
@@ -493,7 +493,8 @@ def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
     failed_predicates = tuple(v.id for v in judgment.predicates if v.value is not True)
     observed = tuple(v.id for v in judgment.forbidden if v.value is not False)
     record = replace(
-        base, judge_model=judgment.judge_model, scores=capped, c_mean=scores.c_mean,
+        base, judge_model=judgment.judge_model, scores=capped,
+        confidence={d: judgment.confidence.get(d) for d in C_DIMS}, c_mean=scores.c_mean,
         d_mean=scores.d_mean, overall=scores.overall, tree=dict(scores.tree),
         gate_pass=scores.gate_pass, labels=labels, caps=tuple(describe_cap(c) for c in caps),
         predicates_failed=failed_predicates if judgment.evaluates_predicates else (),

@@ -416,6 +416,7 @@ class ImagetimeSession:
         """Each run's report of the items this session ran, compared with its baseline."""
         from .gate import compare, gate_json
         from .report.json_report import items_of, report_of_items, write_report
+        from .report.scores_csv import write_run_records
         from .runner import now
 
         created = now()
@@ -441,6 +442,7 @@ class ImagetimeSession:
                 report["gate"] = gate_json(result)
             self.config.hook.pytest_imagetime_update_report(report=report, config=self.config)
             write_report(spec.paths.report, report)
+            write_run_records(spec.paths.run_dir, spec.judge, report["items"])
             self.reports.append((spec.paths.report, report))
 
     def _write_galleries(self) -> None:

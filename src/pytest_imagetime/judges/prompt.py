@@ -146,6 +146,34 @@ def case_text(case: Case, setting: Setting) -> str:
             f"forbidden-state id ({', '.join(f.id for f in case.forbidden)}).\n{reference}")
 
 
+USER_TEMPLATE = """Case specification (JSON):
+{the case: generation_prompt, concept, domain, setting, setup (scene, style, camera), \
+entities, expected_states, predicates (id, stage, text), temporal_constraints, \
+forbidden_states (id, text)}
+
+Not applicable for this case (MUST be null): {the case's null dimensions, or none}.
+Score all of: {every other dimension}.
+Answer every predicate id ({the case's predicate ids}) and every forbidden-state id \
+({the case's forbidden-state ids}).
+{scaffold setting only: The first image is the reference (the initial state the sheet must \
+preserve at t1); the second image is the sheet to judge.}
+[the reference image, scaffold setting only] [the sheet, as a PNG]"""
+
+
+@functools.cache
+def prompt_template() -> str:
+    """The judge's prompt as text, kept with every run so that its judgments can be re-read
+    without this code: the system message, the user message with the case's parts named,
+    and the answer's schema for a case without nulls or ids."""
+    example = schema_for_key(("p1",), ("f1",), frozenset(), True)
+    return (f"{PROMPT_VERSION}\n\n=== system message ===\n{system_prompt()}\n\n"
+            f"=== user message (one per sheet) ===\n{USER_TEMPLATE}\n\n"
+            f"=== response format: json_schema, strict; per case, the ids are enums of the "
+            f"case's ids, a dimension the case makes null is {{\"type\": \"null\"}}, and "
+            f"top_left_matches_reference is asked in the scaffold setting only ===\n"
+            f"{json.dumps(example, indent=1)}\n")
+
+
 def _obj(props: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": list(props),
             "properties": props}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import io
 import json
 import os
@@ -35,6 +36,7 @@ from .prompt import (
     PROMPT_VERSION,
     SchemaKey,
     case_text,
+    prompt_template,
     response_format,
     response_schema,
     schema_for_key,
@@ -120,9 +122,15 @@ class VlmJudge:
     def scored_dims(self) -> frozenset[str]:
         return frozenset(ALL_DIMS)
 
+    def prompt_template(self) -> str:
+        """The prompt's text, kept with the run (``judge_prompt.txt``)."""
+        return prompt_template()
+
     def config(self) -> Mapping[str, Any]:
         return {"judge": "vlm", "judge_model": self.model, "base_url": self.base_url,
                 "prompt_version": PROMPT_VERSION, "rubric_version": RUBRIC_VERSION,
+                "prompt_template_sha256": hashlib.sha256(
+                    prompt_template().encode()).hexdigest(),
                 "params": dict(self.options.params), "response_format":
                 self.options.response_format,
                 "price_usd_per_mtok": list(self.price) if self.price else None}
