@@ -428,7 +428,11 @@ def test_a_judge_that_counts_three_panels_fails_the_layout_gate_in_a_run(
         request = server.state.requests[0]
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*layout gate: C0 = 0 (needs >= 5)*",
-                                 "*cap unusable-sheet*not_2x2_sheet*lowered C0 9->0*"])
+                                 "*cap unusable-sheet*not_2x2_sheet*lowered C0 9->0*",
+                                 "*scores: C mean * | protocol node * | L0 *",
+                                 "model*Overall*layout-ok%*proto*L0*L6*judge",
+                                 "procedural * 0.0 *"])
+    assert "| gate " not in result.stdout.str()
     schema = request["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["predicates"]["items"]["properties"]["id"]["enum"] == [
         "p1", "p2", "p3", "p4", "p5"]

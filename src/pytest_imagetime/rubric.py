@@ -111,7 +111,11 @@ class TreeNode:
     d_dims: tuple[str, ...]
 
 
-GATE = TreeNode("gate", "Protocol", ("C0",), ("D0", "D14"))
+# The tree's "Gate: Protocol" node: a mean score, reported apart from L0-L6. Not to be confused
+# with the layout gate (GATE_C0_MIN), a pass/fail check on each sheet's C0.
+GATE = TreeNode("gate", "Protocol node", ("C0",), ("D0", "D14"))
+PROTOCOL_NODE_LABEL = "protocol node (C0, D0, D14)"
+LAYOUT_GATE_LABEL = "layout gate (C0 >= 5)"
 LEVELS: tuple[TreeNode, ...] = (
     TreeNode("L0", "Static grounding", ("C2", "C3", "C9"), ("D1", "D14")),
     TreeNode("L1", "Identity and anchors", ("C2", "C3"), ("D2", "D3", "D5")),

@@ -348,14 +348,15 @@ def _d_bars(runs: Sequence[Run]) -> Figure:
 
 def _tree_levels(runs: Sequence[Run]) -> Figure:
     fig, ax = _new_figure("tree_levels", "Capability tree per model",
-                          f"protocol gate and levels L0-L6, mean over judged sheets; {NULL_NOTE}")
+                          f"protocol node (C0, D0, D14) and levels L0-L6, mean over judged sheets; "
+                          f"{NULL_NOTE}")
     values = [tree_means(r.report) for r in runs]
     scored = _any_scored(values, len(TREE_AXIS))
     _grouped_bars(ax, runs, TREE_AXIS, values)
     ax.set_xticklabels([_axis_label(k, TREE_NAMES[k], ok, 14)
                         for k, ok in zip(TREE_AXIS, scored, strict=True)], fontsize=9)
     _mute_unscored(ax.get_xticklabels(), scored)
-    ax.axvline(0.5, color="0.75", linestyle=":", linewidth=1)  # the gate is not a level
+    ax.axvline(0.5, color="0.75", linestyle=":", linewidth=1)  # the protocol node: no level
     ax.set_ylabel("node score (0-10)")
     _bar_legend(fig, runs)
     return fig

@@ -29,7 +29,15 @@ from urllib.parse import quote
 from PIL import Image
 
 from ..cases import Case, CaseFileError, builtin_cases_dir, load_case_file
-from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, LEVEL_KEYS, LEVEL_NAMES
+from ..rubric import (
+    ALL_DIMS,
+    C_DIMS,
+    D_DIMS,
+    LAYOUT_GATE_LABEL,
+    LEVEL_KEYS,
+    LEVEL_NAMES,
+    PROTOCOL_NODE_LABEL,
+)
 from ..sheet.geometry import STAGE_ORDER, split
 from ..store import dir_slug, read_json
 
@@ -356,7 +364,8 @@ def _leader_row(rank: int, run: Run) -> str:
     cells = [str(rank), f'<a href="{url(run.page)}">{esc(run.name)}</a>', esc(run.judge)]
     numbers = [str(agg["n"]), str(agg["passed"]), str(agg["failed"]), str(agg["errors"]),
                num(agg["c_mean"]), num(agg["d_mean"]), f"<b>{num(agg['overall'])}</b>",
-               _gate(agg["gate_pass_rate"]), *(num(agg["tree"][k]) for k in LEVEL_KEYS)]
+               _gate(agg["gate_pass_rate"]), num(agg["tree"]["gate"]),
+               *(num(agg["tree"][k]) for k in LEVEL_KEYS)]
     tail = [esc(run.judge_model), esc(_cost(run))]
     left = "".join(f'<td class="text">{c}</td>' for c in cells[1:])
     return (f"<tr><td>{cells[0]}</td>{left}" + "".join(f"<td>{c}</td>" for c in numbers)
@@ -374,7 +383,9 @@ def leaderboard(runs: Sequence[Run]) -> str:
     levels = "".join(f'<th title="{esc(LEVEL_NAMES[k])}">{k}</th>' for k in LEVEL_KEYS)
     head = ('<tr><th>#</th><th class="text">model</th><th class="text">judge</th><th>N</th>'
             "<th>pass</th><th>fail</th><th>errors</th><th>C mean</th><th>D mean</th>"
-            f'<th>Overall</th><th>gate pass</th>{levels}<th class="text">judge model</th>'
+            f'<th>Overall</th><th title="{esc(LAYOUT_GATE_LABEL)}: share of sheets">'
+            f'layout gate passed</th><th title="{esc(PROTOCOL_NODE_LABEL)}">protocol node</th>'
+            f'{levels}<th class="text">judge model</th>'
             '<th class="text">cost</th></tr>')
     rows = "\n".join(_leader_row(i, run) for i, run in enumerate(_ranked(runs), 1))
     return f'<div class="scroll"><table id="leaderboard">\n{head}\n{rows}\n</table></div>'
@@ -458,7 +469,8 @@ def _scores(item: Mapping[str, Any]) -> str:
         for d in ALL_DIMS if (v := item["scores"].get(d)) is not None)
     return (f'<p class="headline">Overall <b>{num(item["overall"])}</b> C mean '
             f"<b>{num(item['c_mean'])}</b> D mean <b>{num(item['d_mean'])}</b> "
-            f"gate {gate_text}</p>" + (f'<ul class="dims">{dims}</ul>' if dims else ""))
+            f"layout gate {gate_text} protocol node <b>{num(item['tree'].get('gate'))}</b></p>"
+            + (f'<ul class="dims">{dims}</ul>' if dims else ""))
 
 
 _WORDS = {"predicates": {True: "holds", False: "does not hold", None: "unclear"},
@@ -583,7 +595,7 @@ def _run_header(run: Run) -> str:
              f"{esc(run.report['rubric_version'])} · {esc(run.report['created'])}")
     summary = (f"{agg['n']} cases: {agg['passed']} passed, {agg['failed']} failed, "
                f"{agg['errors']} errors · C mean {num(agg['c_mean'])} · D mean "
-               f"{num(agg['d_mean'])} · Overall {num(agg['overall'])} · gate pass "
+               f"{num(agg['d_mean'])} · Overall {num(agg['overall'])} · layout gate passed "
                f"{_gate(agg['gate_pass_rate'])} · judge cost {esc(_cost(run))}")
     return (f'<p><a href="{INDEX}">← leaderboard</a></p><h1>{esc(run.name)}</h1>'
             f'<p class="muted">{facts}</p><p>{summary}</p>')

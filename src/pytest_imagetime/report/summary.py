@@ -14,21 +14,22 @@ def _num(value: float | None, width: int = 5) -> str:
 
 
 def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Rows of N, C mean, D mean, Overall, L0-L6, gate pass rate, errors and the judge."""
+    """Rows of N, C mean, D mean, Overall, the share of sheets passing the layout gate, the
+    tree's protocol node, L0-L6, errors and the judge."""
     if not reports:
         return []
     names = [_run_name(r) for r in reports]
     width = max(12, *(len(n) for n in names))
     levels = " ".join(f"{k:>5}" for k in LEVEL_KEYS)
     header = (f"{'model':<{width}} {'N':>4} {'pass':>4} {'fail':>4} {'err':>4} {'C mean':>6} "
-              f"{'D mean':>6} {'Overall':>7} {'gate%':>6} {levels}  judge")
+              f"{'D mean':>6} {'Overall':>7} {'layout-ok%':>10} {'proto':>5} {levels}  judge")
     lines = [header, "-" * len(header)]
     cost_lines = []
     for name, report in zip(names, reports, strict=True):
         agg = report["aggregate"]
         gate = agg["gate_pass_rate"]
-        gate_text = f"{'-':>6}" if gate is None else f"{100 * gate:>6.1f}"
-        tree = " ".join(_num(agg["tree"][k]) for k in LEVEL_KEYS)
+        gate_text = f"{'-':>10}" if gate is None else f"{100 * gate:>10.1f}"
+        tree = " ".join(_num(agg["tree"][k]) for k in ("gate", *LEVEL_KEYS))
         judge = report["manifest"]["judge"]
         judge_text = f"{judge['name']} ({judge['config'].get('judge_model', '?')})"
         lines.append(f"{name:<{width}} {agg['n']:>4} {agg['passed']:>4} {agg['failed']:>4} "
