@@ -22,6 +22,7 @@ def test_report_writes_html_and_figures(pytester: pytest.Pytester,
     out = capsys.readouterr().out
     assert "html: " in out and "figures: 12 files" in out
     assert "no judge cost in these runs" in out
+    assert "no reported generation cost in these runs" in out
     index = (pytester.path / "site" / "index.html").read_text()
     assert "procedural:copied" in index
     assert sorted(p.suffix for p in Path(pytester.path / "site" / "figures").iterdir()) == \

@@ -126,7 +126,7 @@ def _run_dirs(paths: Sequence[str]) -> list[Path]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report.figures import has_judge_cost, write_figures
+    from .report.figures import has_generation_cost, has_judge_cost, write_figures
     from .report.html import write_html
 
     runs = _run_dirs(args.runs)
@@ -143,8 +143,11 @@ def _report(args: argparse.Namespace) -> int:
         print(f"imagetime report: no figures: {exc}", file=sys.stderr)
         return 0
     print(f"figures: {len(figures)} files in {out / 'figures'}")
+    if not has_generation_cost(reports):
+        print("figures: no reported generation cost in these runs, so no "
+              "generation-cost-vs-Overall figure")
     if not has_judge_cost(reports):
-        print("figures: no judge cost in these runs, so no cost-vs-Overall figure")
+        print("figures: no judge cost in these runs, so no judge-cost-vs-Overall figure")
     return 0
 
 

@@ -111,6 +111,7 @@ class ItemRecord:
     image: str | None = None
     judgment: str | None = None
     cost_usd: float = 0.0
+    generation_cost_usd: float | None = None  # what the image backend reported, if it did
     generation_s: float | None = None
     judge_s: float | None = None
     generated: bool = False  # False when the stored image was reused

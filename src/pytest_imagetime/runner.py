@@ -501,11 +501,18 @@ def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
         forbidden_observed=observed if judgment.evaluates_predicates else (),
         predicates_checked=judgment.evaluates_predicates,
         image=str(spec.paths.image(case.id)), judgment=str(spec.paths.judgment(case.id)),
-        cost_usd=judgment.cost_usd,
+        cost_usd=judgment.cost_usd, generation_cost_usd=_generation_cost(sheet.record),
         generation_s=sheet.record.get("seconds"),
         judge_s=judgment.latency_s, generated=sheet.generated, judged=judged,
     )
     return ItemOutcome(record, judgment, caps, scores)
+
+
+def _generation_cost(record: Mapping[str, Any]) -> float | None:
+    """The cost the image backend reported for this sheet (hosted backends), else None."""
+    details = record.get("details")
+    cost = details.get("cost_usd") if isinstance(details, Mapping) else None
+    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
 
 
 def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:

@@ -80,6 +80,7 @@ class Scored:
     labels: tuple[str, ...] = ()
     cost_usd: float = 0.0
     confidence: Mapping[str, float | None] = field(default_factory=dict)  # the judge's, per C
+    generation_cost_usd: float | None = None
 
 
 def _summary(items: Sequence[Scored], scored: Mapping[int, ItemScores]) -> dict[str, Any]:
@@ -126,4 +127,8 @@ def aggregate(items: Iterable[Scored]) -> dict[str, Any]:
     counts = Counter(label for i in judged for label in set(i.labels))
     result["labels"] = dict(sorted(counts.items()))
     result["cost_usd"] = math.fsum(i.cost_usd for i in ordered)
+    # The image backend's reported cost of the sheets (the paper's cost axis), where known.
+    generation = [i.generation_cost_usd for i in ordered if i.generation_cost_usd is not None]
+    result["generation_cost_usd"] = math.fsum(generation) if generation else None
+    result["generation_cost_n"] = len(generation)
     return result

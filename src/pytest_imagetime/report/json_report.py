@@ -113,7 +113,8 @@ def _key(record: ItemRecord) -> str:
 def _scored(item: Mapping[str, Any]) -> Scored:
     return Scored(key=item["key"], domain=item["domain"], difficulty=item["difficulty"],
                   status=item["status"], scores=item["scores"], labels=tuple(item["labels"]),
-                  cost_usd=item["cost_usd"], confidence=item.get("confidence") or {})
+                  cost_usd=item["cost_usd"], confidence=item.get("confidence") or {},
+                  generation_cost_usd=item.get("generation_cost_usd"))
 
 
 def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:
