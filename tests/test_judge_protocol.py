@@ -12,6 +12,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_imagetime.caps import apply_caps, case_scopes, layout_labels
 from pytest_imagetime.cases import (
@@ -27,6 +29,7 @@ from pytest_imagetime.judges.prompt import (
     PROMPT_VERSION,
     response_format,
     response_schema,
+    schema_for_key,
     system_prompt,
 )
 from pytest_imagetime.judgment import JudgeError, Judgment, validate_judgment
@@ -38,6 +41,7 @@ from pytest_imagetime.rubric import (
     CAP_RULES,
     D_DIMS,
     GATE_C0_MIN,
+    RUBRIC_VERSION,
     Applicability,
     nullable_dims,
 )
@@ -490,3 +494,70 @@ def test_old_reports_without_confidences_still_read() -> None:
     item.update(key="k", case_id="c", labels=[], caps=[], probed_levels=[],
                 predicates_failed=[], forbidden_observed=[], scores={}, tree={})
     assert record_from_json(item).confidence == {}
+
+
+@pytest.mark.parametrize(("module", "name", "old"), [
+    ("pytest_imagetime.judges.vlm", "PROMPT_VERSION", "imagetime-judge-prompt/1"),
+    ("pytest_imagetime.runner", "RUBRIC_VERSION", "imagetime-rubric/1"),
+])
+def test_judgments_of_an_older_prompt_or_rubric_are_judged_again(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, module: str, name: str,
+        old: str) -> None:
+    write_case_file(pytester.path / "k.yaml", [case_dict()])
+    args = ["k.yaml", "--imagetime-model=procedural", "--imagetime-size=128"]
+    with chat_server(ServerState()) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        with monkeypatch.context() as older:
+            older.setattr(f"{module}.{name}", old)
+            pytester.runpytest(*args).assert_outcomes(passed=1)
+        assert len(server.state.requests) == 1
+        pytester.runpytest(*args).assert_outcomes(passed=1)
+        assert len(server.state.requests) == 2  # not reused: judged again
+        pytester.runpytest(*args).assert_outcomes(passed=1)
+        assert len(server.state.requests) == 2  # the new judgment is reused
+    stored = json.loads(next((pytester.path / "reports").rglob("judgments/*.json")).read_text())
+    assert stored["judgment"]["prompt_version"] == PROMPT_VERSION
+    assert stored["rubric_version"] == RUBRIC_VERSION
+
+
+# ---------------------------------------------------------------- invariants
+
+
+layouts = st.fixed_dictionaries({
+    "panel_count": st.integers(0, 9), "is_2x2_grid": st.booleans(),
+    "order_as_expected": st.booleans(), "all_panels_readable": st.booleans(),
+    "top_left_matches_reference": st.booleans()})
+
+
+@given(layouts, st.sampled_from(["prompt-only", "scaffold"]), st.integers(0, 10))
+def test_no_sheet_passes_the_layout_gate_against_the_judges_own_layout_answer(
+        layout: dict[str, Any], setting: str, c0: int) -> None:
+    scores = dict.fromkeys(ALL_DIMS, c0)
+    labels = layout_labels(layout, setting)  # type: ignore[arg-type]
+    scopes = case_scopes(make_case(), setting)  # type: ignore[arg-type]
+    capped, _ = apply_caps(scores, labels, scopes)
+    readable_grid = (layout["panel_count"] == 4 and layout["is_2x2_grid"]
+                     and layout["order_as_expected"] and layout["all_panels_readable"])
+    reference_kept = setting == "prompt-only" or layout["top_left_matches_reference"]
+    if score_item(capped).gate_pass:
+        assert readable_grid and reference_kept
+    if readable_grid and reference_kept:
+        assert capped["C0"] == c0  # the layout answer alone lowers nothing
+
+
+@given(st.lists(st.sampled_from([f"p{i}" for i in range(1, 40)]), min_size=4, max_size=12,
+                unique=True),
+       st.lists(st.sampled_from([f"f{i}" for i in range(1, 20)]), min_size=1, max_size=8,
+                unique=True),
+       st.frozensets(st.sampled_from(list(ALL_DIMS))), st.booleans())
+def test_every_per_case_schema_is_strict_mode_valid(predicates: list[str], forbidden: list[str],
+                                                    nulls: frozenset[str],
+                                                    scaffold: bool) -> None:
+    schema = schema_for_key(tuple(predicates), tuple(forbidden), nulls, scaffold)
+    assert strict_problems(schema) == []
+    capability = schema["properties"]["capability"]["properties"]
+    for dim in C_DIMS:
+        pair = capability[dim]["properties"]
+        assert (pair["score"]["type"] == "null") == (pair["confidence"]["type"] == "null") \
+            == (dim in nulls)
