@@ -449,8 +449,9 @@ def test_a_judge_that_counts_three_panels_fails_the_layout_gate_in_a_run(
 # ---------------------------------------------------------------- 7 what the paper reports
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_a_run_keeps_confidences_the_analysis_table_and_the_prompt_text(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]) -> None:
     nature = case_dict("nature-leaf-falls-1", not_applicable=["D10"], domain="Nature",
                        entities={"targets": ["an empty clear glass"],
                                  "non_targets": ["a green tea towel"]})
@@ -459,7 +460,7 @@ def test_a_run_keeps_confidences_the_analysis_table_and_the_prompt_text(
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         write_case_file(pytester.path / "k.yaml", [case_dict(), nature])
         result = pytester.runpytest("k.yaml", "--imagetime-model=procedural",
-                                    "--imagetime-size=128")
+                                    "--imagetime-size=128", *workers)
     result.assert_outcomes(passed=2)
     run = pytester.path / "reports" / "procedural" / "vlm"
     report = json.loads((run / "report.json").read_text())
