@@ -10,6 +10,7 @@ dates in the metadata, so the same reports give the same files.
 
 from __future__ import annotations
 
+import io
 import math
 import textwrap
 from collections import Counter
@@ -568,7 +569,17 @@ def write_figures(reports: Sequence[Mapping[str, Any]], out: Path) -> list[Path]
     with _style():
         for name, fig in figures.items():
             png, svg = out / f"{name}.png", out / f"{name}.svg"
-            fig.savefig(png, format="png", dpi=DPI)
-            fig.savefig(svg, format="svg", metadata={"Date": None})
+            _save(fig, png, format="png", dpi=DPI)
+            _save(fig, svg, format="svg", metadata={"Date": None})
             written += [png, svg]
     return written
+
+
+def _save(fig: Figure, path: Path, **options: Any) -> None:
+    """Write the figure unless the file already holds these bytes: a rebuild of the same
+    reports leaves the files as they were."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, **options)
+    data = buffer.getvalue()
+    if not (path.is_file() and path.read_bytes() == data):
+        path.write_bytes(data)

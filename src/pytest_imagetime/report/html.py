@@ -455,9 +455,13 @@ def draw_figures(runs: Sequence[Run], out: Path) -> tuple[list[Path], str | None
     from .figures import write_figures
 
     try:
-        return write_figures([run.report for run in runs], out / FIGURES_DIR), None
+        written = write_figures([run.report for run in runs], out / FIGURES_DIR)
     except ImportError as exc:
         return [], str(exc)
+    for stale in (out / FIGURES_DIR).glob("*.*"):  # a figure these runs no longer have
+        if stale not in written and stale.stem in FIGURE_CAPTIONS:
+            stale.unlink()
+    return written, None
 
 
 def figures_section(files: Sequence[Path], note: str | None) -> str:
