@@ -562,3 +562,14 @@ def test_every_per_case_schema_is_strict_mode_valid(predicates: list[str], forbi
         pair = capability[dim]["properties"]
         assert (pair["score"]["type"] == "null") == (pair["confidence"]["type"] == "null") \
             == (dim in nulls)
+
+
+def test_the_baseline_comparison_names_the_protocol_node_apart_from_its_verdict() -> None:
+    from pytest_imagetime.gate import GateResult, Row, gate_lines, parse_thresholds
+
+    assert parse_thresholds("protocol:0.5,gate:0.4", "--imagetime-max-drop") == {"gate": 0.4}
+    result = GateResult(run="r", rows=(Row("gate", 8.0, 7.0, None, None),))
+    lines = gate_lines([result])
+    assert lines[0] == "gate passed: r"
+    assert any(line.startswith("  protocol ") for line in lines)
+    assert not any(line.startswith("  gate ") for line in lines)
