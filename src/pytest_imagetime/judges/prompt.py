@@ -82,9 +82,10 @@ a 2x2 grid, whether they read in the expected order, whether every panel is pres
 separable, complete and readable; in the scaffold setting, whether the top-left panel keeps \
 the reference image.
 3. "panels": then parse each panel (1-4 in reading order) against the t1-t4 process: the \
-stage it shows (or "none"), and what it shows, tracking prompt adherence, entity identity, \
-spatial anchors, camera and scale, motion paths, interaction geometry, source-target state \
-conservation, biomechanics and the task's constraints across panels.
+stage it shows (or "none"; a missing panel is "none" and not readable), and what it \
+shows, tracking prompt adherence, entity identity, spatial anchors, camera and scale, \
+motion paths, interaction geometry, source-target state conservation, biomechanics and the \
+task's constraints across panels.
 4. "predicates" and "forbidden": a verdict with short visual evidence (evidence first) for \
 EVERY predicate and EVERY forbidden state of the case, by their ids, each id once.
 5. "capability": only now score C0-C9, each with your confidence in [0, 1]; then \
@@ -192,7 +193,7 @@ def _verdicts(ids: tuple[str, ...], verdicts: Mapping[str, object]) -> dict[str,
     return {"type": "array", "items": item, "minItems": len(ids), "maxItems": len(ids)}
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)  # a few hundred id and null patterns among the cases
 def schema_for_key(predicates: tuple[str, ...], forbidden: tuple[str, ...],
                    nulls: frozenset[str], scaffold: bool) -> dict[str, Any]:
     """The answer schema of ``schema_key``'s parts (cached: cases share it)."""
