@@ -193,7 +193,7 @@ def _verdicts(ids: tuple[str, ...], verdicts: Mapping[str, object]) -> dict[str,
     return {"type": "array", "items": item, "minItems": len(ids), "maxItems": len(ids)}
 
 
-@functools.lru_cache(maxsize=1024)  # a few hundred id and null patterns among the cases
+@functools.lru_cache(maxsize=256)  # 54 id and null patterns per setting among the cases
 def schema_for_key(predicates: tuple[str, ...], forbidden: tuple[str, ...],
                    nulls: frozenset[str], scaffold: bool) -> dict[str, Any]:
     """The answer schema of ``schema_key``'s parts (cached: cases share it)."""

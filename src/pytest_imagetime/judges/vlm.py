@@ -75,7 +75,7 @@ def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _validator_of(key: SchemaKey) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema_for_key(*key))
 
