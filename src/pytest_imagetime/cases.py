@@ -388,8 +388,8 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 
 # A case's fields in Case's order, as plain values (the kept form of a case file), less its
 # source: id, domain, subcategory, concept, difficulty, variant, levels, applicable (with the
-# declared nulls), setup,
-# entities, states, predicates, temporal constraints, forbidden, prompt, line.
+# declared nulls), setup, entities, states, predicates, temporal constraints, forbidden,
+# prompt, line.
 CaseFields = tuple[str, str, str, str, str, int, tuple[str, ...], dict[str, Any],
                    tuple[str, str, str], dict[str, tuple[str, ...]], dict[str, str],
                    tuple[tuple[str, str, str], ...], tuple[str, ...], tuple[tuple[str, str], ...],

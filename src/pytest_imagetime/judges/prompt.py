@@ -15,6 +15,7 @@ stored judgments record which instructions produced them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -173,6 +174,11 @@ def prompt_template() -> str:
             f"case's ids, a dimension the case makes null is {{\"type\": \"null\"}}, and "
             f"top_left_matches_reference is asked in the scaffold setting only ===\n"
             f"{json.dumps(example, indent=1)}\n")
+
+
+@functools.cache
+def prompt_template_sha256() -> str:
+    return hashlib.sha256(prompt_template().encode()).hexdigest()
 
 
 def _obj(props: dict[str, Any]) -> dict[str, Any]:

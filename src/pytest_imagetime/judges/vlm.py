@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import io
 import json
 import os
@@ -37,6 +36,7 @@ from .prompt import (
     SchemaKey,
     case_text,
     prompt_template,
+    prompt_template_sha256,
     response_format,
     response_schema,
     schema_for_key,
@@ -129,8 +129,7 @@ class VlmJudge:
     def config(self) -> Mapping[str, Any]:
         return {"judge": "vlm", "judge_model": self.model, "base_url": self.base_url,
                 "prompt_version": PROMPT_VERSION, "rubric_version": RUBRIC_VERSION,
-                "prompt_template_sha256": hashlib.sha256(
-                    prompt_template().encode()).hexdigest(),
+                "prompt_template_sha256": prompt_template_sha256(),
                 "params": dict(self.options.params), "response_format":
                 self.options.response_format,
                 "price_usd_per_mtok": list(self.price) if self.price else None}
