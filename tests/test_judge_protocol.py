@@ -573,3 +573,28 @@ def test_the_baseline_comparison_names_the_protocol_node_apart_from_its_verdict(
     assert lines[0] == "gate passed: r"
     assert any(line.startswith("  protocol ") for line in lines)
     assert not any(line.startswith("  gate ") for line in lines)
+
+
+def test_a_hosted_backends_generation_cost_reaches_the_report_and_the_cost_figure(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_imagetime.cli import main
+
+    write_case_file(pytester.path / "k.yaml", [case_dict(), case_dict("kitchen-pour-water-2",
+                                                                      variant=2)])
+    with chat_server(ServerState()) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        result = pytester.runpytest("k.yaml", "--imagetime-model=openai-images:gpt-image-1",
+                                    "--imagetime-judge=pixel", "--imagetime-size=256")
+    result.assert_outcomes(failed=2)  # the server's pictures are no motion sheets: scored low
+    run = next((pytester.path / "reports").rglob("pixel/report.json"))
+    report = json.loads(run.read_text())
+    validate_report(report)
+    costs = [item["generation_cost_usd"] for item in report["items"]]
+    assert all(c is not None and c > 0 for c in costs)
+    assert report["aggregate"]["generation_cost_usd"] == pytest.approx(sum(costs))
+    assert report["aggregate"]["generation_cost_n"] == 2
+    assert main(["report", str(run.parent), "-o", str(pytester.path / "site")]) == 0
+    index = (pytester.path / "site" / "index.html").read_text()
+    assert '<img src="figures/cost_vs_overall.svg"' in index
+    assert "judge_cost_vs_overall" not in index  # the pixel judge costs nothing
