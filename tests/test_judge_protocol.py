@@ -598,3 +598,22 @@ def test_a_hosted_backends_generation_cost_reaches_the_report_and_the_cost_figur
     index = (pytester.path / "site" / "index.html").read_text()
     assert '<img src="figures/cost_vs_overall.svg"' in index
     assert "judge_cost_vs_overall" not in index  # the pixel judge costs nothing
+
+
+def test_replay_refuses_judgments_of_an_older_rubric_and_says_so(tmp_path: Path,
+                                                                 case: Case) -> None:
+    from PIL import Image
+
+    from pytest_imagetime.judges.base import SheetToJudge
+    from pytest_imagetime.judges.replay import ReplayJudge
+
+    (tmp_path / "judgments").mkdir()
+    record = {"image_sha256": "0" * 64, "case_spec_sha256": "an older form of the case",
+              "rubric_version": "imagetime-rubric/1",
+              "judgment": _judgment(case).to_json()}
+    (tmp_path / "judgments" / f"{case.id}.json").write_text(json.dumps(record))
+    sheet = SheetToJudge(case, "prompt-only", Image.new("RGB", (8, 8)), tmp_path / "x.png",
+                         "0" * 64)
+    with pytest.raises(JudgeError, match="made under imagetime-rubric/1, this is "
+                                         f"{RUBRIC_VERSION}: its answers are not mixed"):
+        ReplayJudge(str(tmp_path)).judge(sheet=sheet)
