@@ -136,18 +136,34 @@ def answer_for(request: dict[str, Any], score: int) -> dict[str, Any]:
     def value(dim: str) -> int | None:
         return None if dim in nulls else max(0, min(10, score + offset))
 
+    layout: dict[str, Any] = {"panel_count": 4, "is_2x2_grid": True, "order_as_expected": True,
+                              "all_panels_readable": True}
+    if spec.get("setting") == "scaffold":
+        layout["top_left_matches_reference"] = True
+    states = spec.get("expected_states", {})
+    entities = spec.get("entities", {})
     return {
-        "process": f"The prompt asks for: {spec.get('concept', '?')}.",
+        "process": {
+            "stages": {t: states.get(t, "?") for t in ("t1", "t2", "t3", "t4")},
+            "actors": entities.get("actors", []), "target_objects": entities.get("targets", []),
+            "tools": entities.get("tools", []),
+            "non_target_objects": entities.get("non_targets", []), "anchors": [],
+            "temporal_order": "; ".join(spec.get("temporal_constraints", [])),
+            **{k: [] for k in ("causal_preconditions", "quantity_constraints",
+                               "occlusion_constraints", "negations", "blocked_actions",
+                               "gaze_tracking", "multi_agent_interaction",
+                               "counterfactual_requirements")},
+        },
+        "layout": layout,
         "panels": [{"panel": i, "stage": f"t{i}", "observed": "as specified", "readable": True}
                    for i in range(1, 5)],
-        "layout": {"panel_count": 4, "is_2x2_grid": True, "order_as_expected": True},
+        "predicates": [{"id": p["id"], "evidence": "visible", "verdict": "holds"}
+                       for p in spec.get("predicates", [])],
+        "forbidden": [{"id": f["id"], "evidence": "not seen", "verdict": "absent"}
+                      for f in spec.get("forbidden_states", [])],
         "capability": {d: {"score": value(d), "confidence": None if d in nulls else 0.8}
                        for d in C_DIMS},
         "diagnostic": {d: value(d) for d in D_DIMS},
-        "predicates": [{"id": p["id"], "verdict": "holds", "evidence": "visible"}
-                       for p in spec.get("predicates", [])],
-        "forbidden": [{"id": f["id"], "verdict": "absent", "evidence": "not seen"}
-                      for f in spec.get("forbidden_states", [])],
         "failure_labels": [],
         "rationale": "Consistent sheet.",
     }

@@ -54,7 +54,7 @@ def test_request_shape_and_a_valid_judgment(server: ChatServer, key: str, case: 
     assert request["model"] == "gpt-5.5"
     fmt = request["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
-    assert fmt["json_schema"]["schema"] == response_schema()
+    assert fmt["json_schema"]["schema"] == response_schema(case, "prompt-only")
     system, user = request["messages"]
     assert "ImageTime" in system["content"] and "lower one" in system["content"]
     image_part = user["content"][-1]["image_url"]

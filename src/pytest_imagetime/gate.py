@@ -35,6 +35,12 @@ class GateSpecError(ValueError):
     pass
 
 
+# The tree's "Gate: Protocol" node is shown as "protocol", so that the compare table's row is
+# not read as this comparison's own verdict ("gate BREACHED"); "gate" is still accepted.
+NAME_OF_METRIC: dict[str, str] = {"gate": "protocol"}
+METRIC_OF_NAME: dict[str, str] = {"protocol": "gate"}
+
+
 def parse_thresholds(text: str, option: str) -> dict[str, float]:
     """'L5:0.3,overall:0.2' -> {'L5': 0.3, 'overall': 0.2}; names the bad part."""
     limits: dict[str, float] = {}
@@ -43,9 +49,11 @@ def parse_thresholds(text: str, option: str) -> dict[str, float]:
         name = name.strip()
         if name.upper() in (*LEVEL_KEYS, *ALL_DIMS):
             name = name.upper()
+        name = METRIC_OF_NAME.get(name, name)
         if not sep or name not in METRICS:
             raise GateSpecError(f"{option}={text}: {part!r} is not METRIC:NUMBER; metrics: "
-                                f"overall, c_mean, d_mean, gate, L0-L6, C0-C9, D0-D14")
+                                f"overall, c_mean, d_mean, protocol (the tree's protocol node; "
+                                f"also 'gate'), L0-L6, C0-C9, D0-D14")
         try:
             limits[name] = float(value)
         except ValueError:
@@ -213,7 +221,8 @@ def gate_lines(results: Sequence[GateResult]) -> list[str]:
         for row in result.rows:
             delta = "-" if row.delta is None else f"{row.delta:+.2f}"
             ci = "-" if row.ci is None else f"{row.ci[0]:+.2f}..{row.ci[1]:+.2f}"
-            lines.append(f"  {row.metric:<8} {_fmt(row.baseline):>8} {_fmt(row.current):>8} "
+            shown = NAME_OF_METRIC.get(row.metric, row.metric)
+            lines.append(f"  {shown:<8} {_fmt(row.baseline):>8} {_fmt(row.current):>8} "
                          f"{delta:>8} {ci:>17}  {row.breach or 'ok'}")
         if result.flipped:
             lines.append(f"  newly failing ({len(result.flipped)}): "

@@ -164,7 +164,8 @@ def add_options(parser: pytest.Parser) -> None:
     option("baseline", "Baseline to gate on: a report.json (for every run) or an output "
            "directory holding <model>/<judge>/report.json per run.")
     option("max-drop", "Tolerated drops below the baseline, e.g. L5:0.3,overall:0.2 (metrics: "
-           "overall, c_mean, d_mean, gate, L0-L6, C0-C9, D0-D14).")
+           "overall, c_mean, d_mean, protocol (the tree's protocol node), L0-L6, C0-C9, "
+           "D0-D14).")
     option("min", "Absolute floors, e.g. L3:6.0,overall:5 (same metrics).")
     option("update-baseline", "Write this run's reports as the new baseline.",
            ini_type="bool", action="store_true", default=None)

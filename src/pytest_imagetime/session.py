@@ -437,6 +437,7 @@ class ImagetimeSession:
         from .gate import compare, gate_json
         from .report.coverage import coverage_json, kept_items
         from .report.json_report import case_set_of_items, items_of, report_of_items, write_report
+        from .report.scores_csv import write_run_records
         from .runner import now
 
         created = now()
@@ -475,6 +476,7 @@ class ImagetimeSession:
                 report["gate"] = gate_json(result)
             self.config.hook.pytest_imagetime_update_report(report=report, config=self.config)
             write_report(spec.paths.report, report)
+            write_run_records(spec.paths.run_dir, spec.judge, report["items"])
             self.reports.append((spec.paths.report, report))
 
     def _write_galleries(self) -> None:

@@ -27,19 +27,25 @@ from typing import Any
 import jsonschema
 from PIL import Image
 
+from ..cases import Case
 from ..judgment import JudgeError, Judgment, Verdict, validate_judgment
 from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
 from ..openai_client import Endpoint, EndpointConfig, load_sdk, safe_url
-from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION
+from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
 from .base import JudgeOptions, SheetToJudge
 from .prices import Price, cost_usd, price_for
 from .prompt import (
     FORBIDDEN_VERDICTS,
     PREDICATE_VERDICTS,
     PROMPT_VERSION,
+    SchemaKey,
     case_text,
+    prompt_template,
+    prompt_template_sha256,
     response_format,
     response_schema,
+    schema_for_key,
+    schema_key,
     system_prompt,
 )
 
@@ -79,9 +85,14 @@ def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-@functools.cache
-def _answer_validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(response_schema())
+@functools.lru_cache(maxsize=256)
+def _validator_of(key: SchemaKey) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema_for_key(*key))
+
+
+def _answer_validator(case: Case, setting: Setting) -> jsonschema.Draft202012Validator:
+    """A validator of this case's answer schema, shared by cases alike in ids and nulls."""
+    return _validator_of(schema_key(case, setting))
 
 
 class VlmJudge:
@@ -121,9 +132,14 @@ class VlmJudge:
     def scored_dims(self) -> frozenset[str]:
         return frozenset(ALL_DIMS)
 
+    def prompt_template(self) -> str:
+        """The prompt's text, kept with the run (``judge_prompt.txt``)."""
+        return prompt_template()
+
     def config(self) -> Mapping[str, Any]:
         return {"judge": "vlm", "judge_model": self.model, "base_url": self.base_url,
                 "prompt_version": PROMPT_VERSION, "rubric_version": RUBRIC_VERSION,
+                "prompt_template_sha256": prompt_template_sha256(),
                 "params": dict(self.options.params), "response_format":
                 self.options.response_format,
                 "price_usd_per_mtok": list(self.price) if self.price else None}
@@ -143,7 +159,7 @@ class VlmJudge:
         text = case_text(sheet.case, sheet.setting)
         if self.options.response_format == "json_object":
             text += ("\nAnswer with a JSON object matching this JSON Schema:\n"
-                     + json.dumps(response_schema()))
+                     + json.dumps(response_schema(sheet.case, sheet.setting)))
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         if sheet.setting == "scaffold" and sheet.reference is not None:
             content.append({"type": "image_url",
@@ -159,7 +175,8 @@ class VlmJudge:
         the extra parameters (``--imagetime-judge-param``)."""
         request: dict[str, Any] = {"model": self.model, "messages": self.messages(sheet),
                                    "response_format": response_format(
-                                       self.options.response_format)}
+                                       self.options.response_format, sheet.case,
+                                       sheet.setting)}
         request.update(self.options.params)
         return request
 
@@ -208,7 +225,7 @@ class VlmJudge:
             answer = json.loads(content)
         except ValueError:
             raise InvalidAnswer(f"the answer is not JSON: {_short(content)!r}") from None
-        errors = sorted(_answer_validator().iter_errors(answer),
+        errors = sorted(_answer_validator(sheet.case, sheet.setting).iter_errors(answer),
                         key=lambda e: list(map(str, e.absolute_path)))
         if errors:
             first = errors[0]
@@ -216,6 +233,10 @@ class VlmJudge:
             raise InvalidAnswer(f"the answer does not match the schema at {where}: "
                                 f"{_short(first.message)}")
         scores: dict[str, int | None] = {d: answer["capability"][d]["score"] for d in C_DIMS}
+        layout = dict(answer["layout"])
+        # The panel parse can contradict the layout answer: an unreadable panel is unreadable.
+        layout["all_panels_readable"] = (layout["all_panels_readable"]
+                                         and all(p["readable"] for p in answer["panels"]))
         scores.update({d: answer["diagnostic"][d] for d in D_DIMS})
         return Judgment(
             judge="vlm", judge_model=self.model, rubric_version=RUBRIC_VERSION,
@@ -233,7 +254,7 @@ class VlmJudge:
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             latency_s=round(latency, 3), tokens_in=tokens_in, tokens_out=tokens_out,
             cost_usd=cost_usd(self.price, tokens_in, tokens_out),
-            evaluates_predicates=True,
+            evaluates_predicates=True, layout=layout,
         )
 
     def _redact(self, text: str) -> str:

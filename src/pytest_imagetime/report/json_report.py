@@ -90,6 +90,8 @@ def record_from_json(item: Mapping[str, Any]) -> ItemRecord:
     for name in ITEM_FIELDS:
         value = item.get(name)
         values[name] = tuple(value) if isinstance(value, list) else value
+    if values["confidence"] is None:  # a report written before confidences were kept
+        values["confidence"] = {}
     return ItemRecord(**values)
 
 
@@ -111,7 +113,8 @@ def _key(record: ItemRecord) -> str:
 def _scored(item: Mapping[str, Any]) -> Scored:
     return Scored(key=item["key"], domain=item["domain"], difficulty=item["difficulty"],
                   status=item["status"], scores=item["scores"], labels=tuple(item["labels"]),
-                  cost_usd=item["cost_usd"])
+                  cost_usd=item["cost_usd"], confidence=item.get("confidence") or {},
+                  generation_cost_usd=item.get("generation_cost_usd"))
 
 
 def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:

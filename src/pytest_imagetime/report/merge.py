@@ -23,6 +23,7 @@ from ..store import read_json
 from .coverage import Suite, coverage_json
 from .json_report import build_report, case_set, record_from_json, validate_report, write_report
 from .junit import write_junit
+from .scores_csv import JUDGE_PROMPT, SCORES_CSV, write_scores_csv
 
 MUST_AGREE = ("model", "judge", "setting", "size", "seed", "pass_threshold", "rubric_version")
 
@@ -125,6 +126,13 @@ def _relocated(record: ItemRecord, recorded_run_dir: str, run_dir: Path) -> Item
         return str(run_dir.parent / below)  # named by the error if it is not there either
 
     return replace(record, image=located(record.image), judgment=located(record.judgment))
+def _copy_prompt(members: Sequence[tuple[Path, dict[str, Any]]], run_dir: Path) -> None:
+    """The shards' judge prompt text (one judge config: the same text) kept with the merge."""
+    for path, _ in members:
+        prompt = path.parent / JUDGE_PROMPT
+        if prompt.is_file():
+            _copy(str(prompt), run_dir / JUDGE_PROMPT)
+            return
 
 
 def _copy(source: str | None, target: Path) -> str | None:
@@ -213,6 +221,8 @@ def merge(parts: Sequence[Path], out: Path, partial: bool = False) -> list[Path]
         report["spent_usd"] = sum(float(r.get("spent_usd", 0.0)) for _, r in members)
         validate_report(report)
         write_report(run_dir / "report.json", report)
+        write_scores_csv(run_dir / SCORES_CSV, report["items"])
+        _copy_prompt(members, run_dir)
         written.append(run_dir / "report.json")
         everything.extend(merged)
     write_junit(out / "junit.xml", everything, messages)

@@ -15,8 +15,9 @@ def _num(value: float | None, width: int = 5) -> str:
 
 
 def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Rows of N, the cases covered of the suite's, C mean, D mean, Overall, L0-L6, gate pass
-    rate, errors and the judge; then a line for each partial run."""
+    """Rows of N, the cases covered of the suite's, C mean, D mean, Overall, the share of
+    sheets passing the layout gate, the tree's protocol node, L0-L6, errors and the judge;
+    then a line for each partial run."""
     if not reports:
         return []
     names = [_run_name(r) for r in reports]
@@ -25,8 +26,8 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
     cases_width = max(len("cases"), *(len(c) for c in covered))
     levels = " ".join(f"{k:>5}" for k in LEVEL_KEYS)
     header = (f"{'model':<{width}} {'N':>4} {'cases':<{cases_width}} {'pass':>4} {'fail':>4} "
-              f"{'err':>4} {'C mean':>6} {'D mean':>6} {'Overall':>7} {'gate%':>6} {levels}  "
-              f"judge")
+              f"{'err':>4} {'C mean':>6} {'D mean':>6} {'Overall':>7} {'layout-ok%':>10} "
+              f"{'proto':>5} {levels}  judge")
     lines = [header, "-" * len(header)]
     cost_lines = []
     notes = [note for name, report in zip(names, reports, strict=True)
@@ -34,8 +35,8 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
     for name, report, cases in zip(names, reports, covered, strict=True):
         agg = report["aggregate"]
         gate = agg["gate_pass_rate"]
-        gate_text = f"{'-':>6}" if gate is None else f"{100 * gate:>6.1f}"
-        tree = " ".join(_num(agg["tree"][k]) for k in LEVEL_KEYS)
+        gate_text = f"{'-':>10}" if gate is None else f"{100 * gate:>10.1f}"
+        tree = " ".join(_num(agg["tree"][k]) for k in ("gate", *LEVEL_KEYS))
         judge = report["manifest"]["judge"]
         judge_text = f"{judge['name']} ({judge['config'].get('judge_model', '?')})"
         lines.append(f"{name:<{width}} {agg['n']:>4} {cases:<{cases_width}} {agg['passed']:>4} "
