@@ -104,11 +104,13 @@ class ItemRecord:
     predicates_checked: bool = False
     image: str | None = None
     judgment: str | None = None
-    cost_usd: float = 0.0
+    cost_usd: float | None = None  # None: unknown (no price for the judge's model)
     generation_s: float | None = None
     judge_s: float | None = None
     generated: bool = False  # False when the stored image was reused
     judged: bool = False  # False when the stored judgment was reused
+    tokens_in: int = 0  # the judgment's input tokens, and the part read from the prompt cache
+    tokens_cached: int = 0
 
     def to_properties(self) -> list[tuple[str, Scalar]]:
         out: list[tuple[str, Scalar]] = []

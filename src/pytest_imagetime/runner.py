@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # numpy at the first sheet measured (see _analyze), Pillow at
     from .sheet.metrics import SheetMetrics
 
 IMAGE_RECORD_FORMAT = "imagetime-image/1"
+PRICE_KEYS = frozenset({"price_usd_per_mtok"})  # judge configuration that is only a price
 JUDGMENT_RECORD_FORMAT = "imagetime-judgment/1"
 
 
@@ -127,9 +128,11 @@ def image_key(spec: RunSpec, request: GenerationRequest,
 
 def judgment_key(spec: RunSpec, case: Case, image_sha256: str,
                  reference: Reference | None = None) -> str:
-    """Everything that decides a judgment; a change re-judges the sheet."""
+    """Everything that decides a judgment; a change re-judges the sheet. A price decides
+    nothing: a new price table must not pay for every stored judgment again."""
+    judge = {k: v for k, v in spec.judge.config().items() if k not in PRICE_KEYS}
     parts: dict[str, Any] = {
-        "judge": dict(spec.judge.config()), "image_sha256": image_sha256,
+        "judge": judge, "image_sha256": image_sha256,
         "case_spec_sha256": case.spec_hash, "setting": spec.setting,
         "rubric_version": RUBRIC_VERSION,
     }
@@ -500,7 +503,8 @@ def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
         forbidden_observed=observed if judgment.evaluates_predicates else (),
         predicates_checked=judgment.evaluates_predicates,
         image=str(spec.paths.image(case.id)), judgment=str(spec.paths.judgment(case.id)),
-        cost_usd=judgment.cost_usd,
+        cost_usd=judgment.cost_usd, tokens_in=judgment.tokens_in,
+        tokens_cached=judgment.tokens_cached,
         generation_s=sheet.record.get("seconds"),
         judge_s=judgment.latency_s, generated=sheet.generated, judged=judged,
     )

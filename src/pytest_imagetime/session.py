@@ -135,6 +135,7 @@ class ImagetimeSession:
         self._pipeline: Pipeline | None = None
         self.canaries: list[dict[str, Any]] | None = None
         self.planning_done = False
+        self.estimate_printed = False  # a dry run printed its estimate: it exits 0
         self.replays = session_can_replay(config)
         # What the store gave an item that the protocol looked up before its setup.
         self._looked_up: dict[str, Result | None] = {}
@@ -207,7 +208,8 @@ class ImagetimeSession:
         from .estimate import estimate, estimate_lines
 
         ours = [i for i in items if isinstance(i, CaseItem)]
-        estimates = [estimate(run, [i.case for i in ours if i.run is run])
+        estimates = [estimate(run, [i.case for i in ours if i.run is run],
+                              batch=self.options.judge_batch)
                      for run in self.runs.values()]
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -216,6 +218,7 @@ class ImagetimeSession:
                 reporter.write_line(line)
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
+        self.estimate_printed = True
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.options.canaries and not self.options.dry_run \
@@ -391,6 +394,8 @@ class ImagetimeSession:
             self._write_reports()
         if any(result.breached for result in self.gate_results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.estimate_printed and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK  # the dry run did what it was asked
         if self.options.update_baseline and self.options.baseline is not None:
             from .report.json_report import write_report
 

@@ -61,6 +61,7 @@ class JudgeOptions:
     timeout_s: float = 120.0
     retries: int = 2
     params: Mapping[str, JSON] = field(default_factory=dict)  # extra request parameters
-    price_per_mtok: tuple[float, float] | None = None  # (input, output) USD per 1M tokens
+    # (input, output[, cached input]) USD per 1M tokens
+    price_per_mtok: tuple[float, ...] | None = None
     prices_file: Path | None = None
     response_format: str = "json_schema"

@@ -27,7 +27,7 @@ from PIL import Image
 from ..judgment import JudgeError, Judgment, Verdict, validate_judgment
 from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION
 from .base import JudgeOptions, SheetToJudge
-from .prices import Price, cost_usd, price_for
+from .prices import Price, known_cost, price_for
 from .prompt import (
     FORBIDDEN_VERDICTS,
     PREDICATE_VERDICTS,
@@ -116,7 +116,7 @@ class VlmJudge:
                 "prompt_version": PROMPT_VERSION, "rubric_version": RUBRIC_VERSION,
                 "params": dict(self.options.params), "response_format":
                 self.options.response_format,
-                "price_usd_per_mtok": list(self.price) if self.price else None}
+                "price_usd_per_mtok": self.price.per_mtok() if self.price else None}
 
     @property
     def base_url(self) -> str | None:
@@ -129,11 +129,13 @@ class VlmJudge:
     # ------------------------------------------------------------ one judgment
 
     def messages(self, sheet: SheetToJudge) -> list[dict[str, Any]]:
-        text = case_text(sheet.case, sheet.setting)
+        """The system prompt, then what every case shares, then the case: a prefix that is
+        byte-identical across calls, which the provider's prompt cache bills at its cached
+        rate."""
+        content: list[dict[str, Any]] = []
         if self.options.response_format == "json_object":
-            text += ("\nAnswer with a JSON object matching this JSON Schema:\n"
-                     + json.dumps(response_schema()))
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+            content.append({"type": "text", "text": _json_object_instruction()})
+        content.append({"type": "text", "text": case_text(sheet.case, sheet.setting)})
         if sheet.setting == "scaffold" and sheet.reference is not None:
             content.append({"type": "image_url",
                             "image_url": {"url": image_data_url(sheet.reference)}})
@@ -146,7 +148,7 @@ class VlmJudge:
     def judge(self, *, sheet: SheetToJudge) -> Judgment:
         messages = self.messages(sheet)
         problems: list[str] = []
-        tokens_in = tokens_out = 0
+        tokens_in = tokens_out = tokens_cached = 0
         started = time.perf_counter()
         # Transport failures were already retried by the client: they end here. An answer
         # that arrived but is unusable (InvalidAnswer) is asked for again.
@@ -156,7 +158,8 @@ class VlmJudge:
                 usage = getattr(response, "usage", None)
                 tokens_in += int(getattr(usage, "prompt_tokens", 0) or 0)
                 tokens_out += int(getattr(usage, "completion_tokens", 0) or 0)
-                judgment = self._parse(response, sheet, tokens_in, tokens_out,
+                tokens_cached += cached_tokens(usage)
+                judgment = self._parse(response, sheet, (tokens_in, tokens_out, tokens_cached),
                                        time.perf_counter() - started)
                 try:
                     validate_judgment(judgment, sheet.case, sheet.setting, self.scored_dims)
@@ -169,12 +172,17 @@ class VlmJudge:
         raise JudgeError(f"no valid judgment after {len(problems)} attempts: "
                          + " | ".join(problems))
 
-    def _call(self, messages: list[dict[str, Any]]) -> Any:
-        openai = self._sdk
+    def request_body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The Chat Completions request for these messages (also a Batch API line's body)."""
         request: dict[str, Any] = {"model": self.model, "messages": messages,
                                    "response_format": response_format(
                                        self.options.response_format)}
         request.update(self.options.params)
+        return request
+
+    def _call(self, messages: list[dict[str, Any]]) -> Any:
+        openai = self._sdk
+        request = self.request_body(messages)
         try:
             return self.client().chat.completions.create(**request)
         except openai.APIStatusError as exc:
@@ -194,8 +202,11 @@ class VlmJudge:
         except ValueError as exc:  # a response body that is not JSON
             raise InvalidAnswer(f"the response body is not JSON: {_short(str(exc))}") from None
 
-    def _parse(self, response: Any, sheet: SheetToJudge, tokens_in: int, tokens_out: int,
-               latency: float) -> Judgment:
+    def _parse(self, response: Any, sheet: SheetToJudge, tokens: tuple[int, int, int],
+               latency: float, batch: bool = False) -> Judgment:
+        """The judgment in ``response``; ``tokens`` (in, out, cached) are every attempt's,
+        priced at the Batch API's rates when ``batch``."""
+        tokens_in, tokens_out, tokens_cached = tokens
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise InvalidAnswer("the response has no choices")
@@ -235,7 +246,8 @@ class VlmJudge:
                  "finish_reason": choice.finish_reason},
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             latency_s=round(latency, 3), tokens_in=tokens_in, tokens_out=tokens_out,
-            cost_usd=cost_usd(self.price, tokens_in, tokens_out),
+            tokens_cached=tokens_cached,
+            cost_usd=known_cost(self.price, tokens_in, tokens_out, tokens_cached, batch),
             evaluates_predicates=True,
         )
 
@@ -244,6 +256,21 @@ class VlmJudge:
         if self.api_key:
             text = text.replace(self.api_key, "***")
         return text
+
+
+def cached_tokens(usage: Any) -> int:
+    """Input tokens the provider read from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens``; 0 where a server does not say)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, Mapping):
+        return int(details.get("cached_tokens") or 0)
+    return int(getattr(details, "cached_tokens", 0) or 0)
+
+
+@functools.cache
+def _json_object_instruction() -> str:
+    return ("Answer with a JSON object matching this JSON Schema:\n"
+            + json.dumps(response_schema()))
 
 
 def _short(text: str, limit: int = 240) -> str:

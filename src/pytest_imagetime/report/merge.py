@@ -14,6 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ..judges.prices import sum_costs
 from ..record import ItemRecord
 from ..runner import now
 from ..store import read_json
@@ -109,7 +110,7 @@ def merge(parts: Sequence[Path], out: Path) -> list[Path]:
                                      for p, r in members])
         report = build_report(manifest, merged, now())
         report["manifest"]["cases"] = case_set(merged)
-        report["spent_usd"] = sum(float(r.get("spent_usd", 0.0)) for _, r in members)
+        report["spent_usd"] = sum_costs(r.get("spent_usd", 0.0) for _, r in members)
         validate_report(report)
         write_report(run_dir / "report.json", report)
         written.append(run_dir / "report.json")

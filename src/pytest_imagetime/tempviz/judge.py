@@ -201,7 +201,7 @@ class TempvizJudge:
                 "shots": self.shots, "prompt_version": PROMPT_VERSION,
                 "base_url": self._asker.base_url, "params": dict(self.options.params),
                 "examples_sha256": None if self.examples is None else self.examples.sha256,
-                "price_usd_per_mtok": list(price) if price else None}
+                "price_usd_per_mtok": price.per_mtok() if price else None}
 
     @property
     def priced(self) -> bool:
