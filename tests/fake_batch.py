@@ -48,6 +48,7 @@ class BatchState(ServerState):
     line_faults: list[str] = field(default_factory=list)
     batch_api: bool = True  # False: a server without /v1/batches (404), like vLLM's
     key: str | None = None  # when set, requests without "Bearer <key>" get a 401
+    refuse_creates: str | None = None  # when set, creating a batch gets a 400 with it
     lines_answered: int = 0
     creates: int = 0
     retrieves: int = 0
@@ -154,6 +155,9 @@ class BatchHandler(Handler):
         state = self.server.state
         length = int(self.headers.get("content-length", "0"))
         request = json.loads(self.rfile.read(length))
+        if state.refuse_creates is not None:
+            self._error(400, state.refuse_creates, code="billing_hard_limit_reached")
+            return
         endpoint = request.get("endpoint")
         if endpoint not in ENDPOINTS:
             self._error(400, f"Invalid value: '{endpoint}'. Supported values are: "

@@ -163,6 +163,19 @@ def test_a_batch_that_ends_without_answers_says_why_and_the_next_run_submits_the
     assert len(_input_lines(judge_env, "batch_000002")) == 4 - answered
 
 
+def test_a_refused_batch_makes_its_items_errors_with_the_reason(
+        pytester: pytest.Pytester, judge_env: BatchServer) -> None:
+    _cases(pytester, 3)
+    judge_env.state.refuse_creates = "Billing hard limit has been reached."
+    result = pytester.runpytest(*_args())
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(["*judge vlm failed on kitchen-pour-water-1: the Batch API of "
+                                 "http://127.0.0.1:*/v1 refused a batch of 3 requests (HTTP 400: "
+                                 "Billing hard limit has been reached.)*"])
+    judge_env.state.refuse_creates = None
+    pytester.runpytest(*_args()).assert_outcomes(passed=3)
+
+
 def test_a_killed_run_re_attaches_to_its_batch_instead_of_paying_twice(
         pytester: pytest.Pytester, judge_env: BatchServer) -> None:
     _cases(pytester, 3)

@@ -160,8 +160,8 @@ class BatchJudge:
         except openai.APIStatusError as exc:
             raise BatchFailure(self.inner._redact(
                 f"the judge endpoint {self._where()} does not take batches (HTTP "
-                f"{exc.status_code}: {_short(exc.message)}); drop --imagetime-judge-batch for "
-                f"a server without the Batch API")) from None
+                f"{exc.status_code}: {_short(_api_message(exc))}); drop "
+                f"--imagetime-judge-batch for a server without the Batch API")) from None
         except openai.APIError as exc:
             raise BatchFailure(self.inner._redact(
                 f"cannot reach the Batch API of {self._where()}: {_short(str(exc))}")) from None
@@ -177,10 +177,14 @@ class BatchJudge:
         and let go: only what each request needs stays in memory."""
         requests = self._requests(sheets)
         retries = self.inner.options.retries
-        for attempt in range(1, retries + 2):
-            if not requests:
-                break
-            requests = self._round(requests, attempt, last=attempt == retries + 1)
+        try:
+            for attempt in range(1, retries + 2):
+                if not requests:
+                    break
+                requests = self._round(requests, attempt, last=attempt == retries + 1)
+        except BatchFailure as exc:  # every request still waiting is an error with the reason
+            for request in requests:
+                self._answers[request.answer_key].append(str(exc))
 
     def _requests(self, sheets: Iterable[tuple[RunSpec, Case, Sheet]]) -> list[_Request]:
         requests: list[_Request] = []
@@ -354,7 +358,7 @@ class BatchJudge:
         except openai.APIStatusError as exc:
             raise BatchFailure(self.inner._redact(
                 f"the Batch API of {self._where()} refused a batch of {len(custom_ids)} "
-                f"requests (HTTP {exc.status_code}: {_short(exc.message)})")) from None
+                f"requests (HTTP {exc.status_code}: {_short(_api_message(exc))})")) from None
         except openai.APIError as exc:
             raise BatchFailure(self.inner._redact(
                 f"cannot submit a batch to {self._where()}: {_short(str(exc))}")) from None
@@ -405,8 +409,8 @@ class BatchJudge:
                         ledger.save()
                 line = self._progress(waiting, batches)
                 now = time.monotonic()
-                if line != last_line[0] and now - last_line[1] >= min(self.progress_every_s,
-                                                                     60.0):
+                if self.progress_every_s > 0 and line != last_line[0] \
+                        and now - last_line[1] >= min(self.progress_every_s, 60.0):
                     self.write_line(f"{line}, waited {_minutes(now - started)}")
                     last_line = (line, now)
                 done = [ledger for ledger in waiting
@@ -500,6 +504,14 @@ class BatchJudge:
             seconds=max(0, int(ended) - int(batch.created_at)),
             errors=[{"code": e.code, "message": e.message, "line": e.line} for e in errors])
         ledger.save()
+
+
+def _api_message(exc: Any) -> str:
+    """The server's own words of an API error (its ``error.message``)."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping) and body.get("message"):
+        return str(body["message"])
+    return str(getattr(exc, "message", exc))
 
 
 def _line_result(line: Mapping[str, Any], seconds: float) -> _Result:
