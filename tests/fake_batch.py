@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,12 +54,21 @@ class BatchState(ServerState):
     creates: int = 0
     retrieves: int = 0
     uploads_made: int = 0
+    http: Counter[str] = field(default_factory=Counter)  # every request, as "POST /files"
 
 
 class BatchHandler(Handler):
     server: BatchServer
 
+    def _count(self) -> None:
+        path = self.path.split("?", 1)[0]
+        route = "/".join(part if not part.startswith(("batch_", "file-")) else "{id}"
+                         for part in path.split("/")[2:])
+        with self.server.state.lock:
+            self.server.state.http[f"{self.command} /{route}"] += 1
+
     def do_POST(self) -> None:
+        self._count()
         if self._refused():
             return
         if self.path.endswith("/files"):
@@ -71,6 +81,7 @@ class BatchHandler(Handler):
             super().do_POST()
 
     def do_GET(self) -> None:
+        self._count()
         if self._refused():
             return
         path = self.path.split("?", 1)[0]
