@@ -23,12 +23,12 @@ run submits them anew.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
+import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from ..item_error import ItemError
 from ..judgment import JudgeError, Judgment, validate_judgment
 from ..run_spec import RunSpec
 from ..runner import Sheet, _stored_repeat, stored_sheet
-from ..store import atomic_write_bytes, atomic_write_text, read_json
+from ..store import atomic_write_text, read_json
 from .base import SheetToJudge
 from .vlm import InvalidAnswer, VlmJudge, _short
 
@@ -86,6 +86,30 @@ class _Ledger:
 
     def save(self) -> None:
         atomic_write_text(self.path, [json.dumps(self.data, indent=1, sort_keys=True) + "\n"])
+
+
+class _Chunk:
+    """One batch's input file, written on disk as its lines come."""
+
+    def __init__(self, folder: Path) -> None:
+        self.name = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self.path = folder / f"{self.name}.input.jsonl"
+        self._handle = self.path.open("wb")
+        self.ids: list[str] = []
+        self.size = 0
+        self.digest = hashlib.sha256()
+
+    def fits(self, length: int) -> bool:
+        return len(self.ids) < MAX_REQUESTS and self.size + length <= MAX_FILE_BYTES
+
+    def add(self, custom_id: str, line: bytes) -> None:
+        self._handle.write(line)
+        self.digest.update(line)
+        self.ids.append(custom_id)
+        self.size += len(line)
+
+    def close(self) -> None:
+        self._handle.close()
 
 
 @dataclass
@@ -309,15 +333,14 @@ class BatchJudge:
         return found
 
     def _submit(self, requests: Sequence[_Request], attempt: int) -> list[_Ledger]:
-        """Write the requests as JSONL files within the API's limits, upload each and create
-        its batch; each is written down before and after it is created."""
+        """Write the requests as JSONL files within the API's limits (on disk: a file's
+        sheets can be hundreds of MB), upload each and create its batch; each is written
+        down before and after it is created."""
         if not requests:
             return []
         self.folder.mkdir(parents=True, exist_ok=True)
         ledgers: list[_Ledger] = []
-        chunk: list[bytes] = []
-        ids: list[str] = []
-        size = 0
+        chunk: _Chunk | None = None
         for request in requests:
             body = self._body(request)
             if isinstance(body, str):
@@ -326,31 +349,32 @@ class BatchJudge:
             line = (json.dumps({"custom_id": request.custom_id(attempt), "method": "POST",
                                 "url": ENDPOINT, "body": body},
                                ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-            if chunk and (len(chunk) >= MAX_REQUESTS or size + len(line) > MAX_FILE_BYTES):
-                ledgers.append(self._create(chunk, ids))
-                chunk, ids, size = [], [], 0
-            chunk.append(line)
-            ids.append(request.custom_id(attempt))
-            size += len(line)
-        if chunk:
-            ledgers.append(self._create(chunk, ids))
+            if chunk is not None and not chunk.fits(len(line)):
+                ledgers.append(self._create(chunk))
+                chunk = None
+            if chunk is None:
+                chunk = _Chunk(self.folder)
+            chunk.add(request.custom_id(attempt), line)
+        if chunk is not None:
+            ledgers.append(self._create(chunk))
         return ledgers
 
-    def _create(self, lines: list[bytes], custom_ids: list[str]) -> _Ledger:
+    def _create(self, chunk: _Chunk) -> _Ledger:
         openai = self.inner._sdk
         client = self.inner.client()
-        name = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        chunk.close()
+        name = chunk.name
+        custom_ids = chunk.ids
         ledger = _Ledger(self.folder / f"{name}.json", {
             "format": LEDGER_FORMAT, "name": name, "judge_model": self.inner.model,
             "endpoint": ENDPOINT, "custom_ids": custom_ids, "requests": len(custom_ids),
             "input_file_id": None, "batch_id": None, "status": "uploading",
-            "created": time.time()})
-        data = b"".join(lines)
+            "created": time.time(), "input_sha256": chunk.digest.hexdigest()})
         try:
-            uploaded = client.files.create(file=(f"imagetime-{name}.jsonl", io.BytesIO(data)),
-                                           purpose="batch")
-            ledger.data.update(input_file_id=uploaded.id, status="uploaded",
-                               input_sha256=hashlib.sha256(data).hexdigest())
+            with chunk.path.open("rb") as handle:
+                uploaded = client.files.create(file=(f"imagetime-{name}.jsonl", handle),
+                                               purpose="batch")
+            ledger.data.update(input_file_id=uploaded.id, status="uploaded")
             ledger.save()  # a kill from here on finds the file, and the batch made from it
             batch = client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT,
                                           completion_window=COMPLETION_WINDOW,
@@ -362,10 +386,12 @@ class BatchJudge:
         except openai.APIError as exc:
             raise BatchFailure(self.inner._redact(
                 f"cannot submit a batch to {self._where()}: {_short(str(exc))}")) from None
+        finally:
+            chunk.path.unlink(missing_ok=True)
         ledger.data.update(batch_id=batch.id, status=batch.status)
         ledger.save()
         self.write_line(f"[imagetime] batch {batch.id}: {len(custom_ids)} judge requests "
-                        f"submitted ({len(data) / 1e6:.1f} MB)")
+                        f"submitted ({chunk.size / 1e6:.1f} MB)")
         return ledger
 
     def _reattach(self, ledger: _Ledger) -> None:
@@ -462,11 +488,7 @@ class BatchJudge:
             path = ledger.path.with_suffix(f".{kind}.jsonl")
             if not path.exists():
                 continue
-            for raw in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    line = json.loads(raw)
-                except ValueError:
-                    continue  # a damaged line: its request gets no answer and is asked again
+            for line in _lines(path):
                 custom_id = str(line.get("custom_id"))
                 if custom_id in wanted:
                     results[custom_id] = _line_result(line, seconds)
@@ -487,14 +509,16 @@ class BatchJudge:
                               ("errors", batch.error_file_id)):
             if not file_id:
                 continue
-            content = client.files.content(file_id).read()
-            atomic_write_bytes(ledger.path.with_suffix(f".{kind}.jsonl"), content)
+            target = ledger.path.with_suffix(f".{kind}.jsonl")
+            partial = target.with_suffix(".part")
+            # Streamed to disk, then renamed: a kill never leaves a half file to be trusted.
+            with client.files.with_streaming_response.content(file_id) as response, \
+                    partial.open("wb") as handle:
+                for piece in response.iter_bytes():
+                    handle.write(piece)
+            os.replace(partial, target)
             if kind == "output":
-                for raw in content.decode("utf-8", "replace").splitlines():
-                    try:
-                        answered.append(str(json.loads(raw).get("custom_id")))
-                    except ValueError:
-                        continue
+                answered.extend(str(line.get("custom_id")) for line in _lines(target))
         errors = getattr(getattr(batch, "errors", None), "data", None) or []
         ended = (batch.completed_at or batch.failed_at or batch.expired_at
                  or batch.cancelled_at or batch.created_at)
@@ -504,6 +528,19 @@ class BatchJudge:
             seconds=max(0, int(ended) - int(batch.created_at)),
             errors=[{"code": e.code, "message": e.message, "line": e.line} for e in errors])
         ledger.save()
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL file, one at a time; a damaged line is left out (its
+    request gets no answer, and is asked again)."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for raw in handle:
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(line, dict):
+                yield line
 
 
 def _api_message(exc: Any) -> str:
