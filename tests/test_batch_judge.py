@@ -307,3 +307,15 @@ def test_the_benchmark_cases_of_a_domain_in_one_batch(pytester: pytest.Pytester,
     result.assert_outcomes(passed=24)
     assert judge_env.state.creates == 1
     assert Path(pytester.path / "reports" / "batches").is_dir()
+
+
+def test_the_same_sheet_in_two_runs_is_asked_for_once(pytester: pytest.Pytester,
+                                                      judge_env: BatchServer) -> None:
+    _cases(pytester, 2)
+    pytester.runpytest("k.yaml", "--imagetime-model=procedural", "--imagetime-size=128",
+                       "--imagetime-judge=pixel", "--imagetime-out=drawn").assert_outcomes(passed=2)
+    images = pytester.path / "drawn" / "procedural" / "images"
+    result = pytester.runpytest(*_args(f"--imagetime-model=files:{images}"))
+    result.assert_outcomes(passed=4)
+    assert judge_env.state.creates == 1
+    assert len(_input_lines(judge_env, "batch_000001")) == 2

@@ -243,40 +243,52 @@ class BatchJudge:
         """Ask every request once (attaching to batches already submitted for them) and
         sort the answers: judgments, errors, and requests to ask again."""
         ledgers = self._ledgers()
-        by_id = {r.custom_id(attempt): r for r in requests}
+        # Two items may need the same judgment (the same sheet of the same case in two
+        # runs): one request, its answer for both.
+        by_id: dict[str, list[_Request]] = defaultdict(list)
+        for request in requests:
+            by_id[request.custom_id(attempt)].append(request)
         attached: dict[str, _Ledger] = {}
         to_submit: list[_Request] = []
-        for custom_id, request in by_id.items():
+        for custom_id, group in by_id.items():
             ledger = ledgers.get(custom_id)
             if ledger is not None:
                 attached[custom_id] = ledger
             else:
-                to_submit.append(request)
-        for ledger in self._submit(to_submit, attempt):
+                to_submit.append(group[0])
+        given_up: dict[str, str] = {}
+        for ledger in self._submit(to_submit, attempt, given_up):
             for custom_id in ledger.data["custom_ids"]:
                 attached[custom_id] = ledger
         results = self._wait_and_read({id(x): x for x in attached.values()}.values(),
                                       set(by_id))
         again: list[_Request] = []
-        for custom_id, request in by_id.items():
-            result = results.get(custom_id)
-            if result is None:
-                result = _Result(None, "the batch returned no answer for this request",
-                                 True, 0.0)
-            judgment, problem, curable = self._judgment(request, result)
-            if judgment is not None:
-                self._answers[request.answer_key].append(judgment)
-            elif curable and not last:
-                request.problems.append(problem)
-                again.append(request)
-            elif curable:
-                problems = " | ".join([*request.problems, problem])
-                self._answers[request.answer_key].append(
-                    f"no valid judgment after {attempt} batch attempt"
-                    f"{'s' if attempt > 1 else ''}: {problems}")
-            else:
-                self._answers[request.answer_key].append(problem)
+        for custom_id, group in by_id.items():
+            for request in group:
+                if custom_id in given_up:
+                    self._answers[request.answer_key].append(given_up[custom_id])
+                    continue
+                self._sort(request, results.get(custom_id), attempt, last, again)
         return again
+
+    def _sort(self, request: _Request, result: _Result | None, attempt: int, last: bool,
+              again: list[_Request]) -> None:
+        """The request's answer for its item, or the request asked again."""
+        if result is None:
+            result = _Result(None, "the batch returned no answer for this request", True, 0.0)
+        judgment, problem, curable = self._judgment(request, result)
+        if judgment is not None:
+            self._answers[request.answer_key].append(judgment)
+        elif curable and not last:
+            request.problems.append(problem)
+            again.append(request)
+        elif curable:
+            problems = " | ".join([*request.problems, problem])
+            self._answers[request.answer_key].append(
+                f"no valid judgment after {attempt} batch attempt"
+                f"{'s' if attempt > 1 else ''}: {problems}")
+        else:
+            self._answers[request.answer_key].append(problem)
 
     def _judgment(self, request: _Request, result: _Result
                   ) -> tuple[Judgment | None, str, bool]:
@@ -332,10 +344,12 @@ class BatchJudge:
                 found[custom_id] = ledger
         return found
 
-    def _submit(self, requests: Sequence[_Request], attempt: int) -> list[_Ledger]:
+    def _submit(self, requests: Sequence[_Request], attempt: int,
+                given_up: dict[str, str]) -> list[_Ledger]:
         """Write the requests as JSONL files within the API's limits (on disk: a file's
         sheets can be hundreds of MB), upload each and create its batch; each is written
-        down before and after it is created."""
+        down before and after it is created. A request that cannot be written goes into
+        ``given_up`` with the reason."""
         if not requests:
             return []
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -344,7 +358,7 @@ class BatchJudge:
         for request in requests:
             body = self._body(request)
             if isinstance(body, str):
-                self._answers[request.answer_key].append(body)
+                given_up[request.custom_id(attempt)] = body
                 continue
             line = (json.dumps({"custom_id": request.custom_id(attempt), "method": "POST",
                                 "url": ENDPOINT, "body": body},
