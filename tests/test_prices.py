@@ -297,3 +297,11 @@ def test_a_bad_judge_price_option_says_what_it_takes(pytester: pytest.Pytester,
                                 "--imagetime-judge-price=5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--imagetime-judge-price*IN,OUT or IN,OUT,CACHED*"])
+
+
+def test_the_dry_run_of_an_offline_judge_costs_nothing(pytester: pytest.Pytester) -> None:
+    _cases(pytester)
+    dry = pytester.runpytest("k.yaml", "--imagetime-model=procedural", "--imagetime-dry-run",
+                             "--imagetime-judge=pixel")
+    assert dry.ret == pytest.ExitCode.OK
+    dry.stdout.fnmatch_lines(["procedural | pixel*3*3*$0.00", "total: $0.00; *"])

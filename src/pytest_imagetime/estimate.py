@@ -83,12 +83,14 @@ def estimate(spec: RunSpec, cases: Iterable[Case], batch: bool = False) -> Estim
     # Every call after the first finds the shared prefix in the provider's cache.
     tokens_cached = shared_prefix_tokens(json_object) * max(0, calls - 1)
     tokens_out = OUTPUT_TOKENS_PER_JUDGMENT * calls
+    # A judge that calls a priced model has a ``price`` (None when unknown); one that does
+    # not (pixel, replay) costs nothing.
+    calls_a_model = hasattr(spec.judge, "price")
     price: Price | None = getattr(spec.judge, "price", None)
-    judged_by_model = "judge_model" in spec.judge.config()
     if price is not None:
         cost: float | None = price.rates(batch).cost(tokens_in, tokens_out, tokens_cached)
     else:
-        cost = None if judged_by_model and calls else 0.0
+        cost = None if calls_a_model and calls else 0.0
     return Estimate(f"{with_setting(spec.model.name, spec.setting)} | {spec.judge.name}",
                     len(listed), len(pending),
                     tokens_in, tokens_out, cost, tokens_cached, batch)
