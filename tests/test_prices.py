@@ -305,3 +305,33 @@ def test_the_dry_run_of_an_offline_judge_costs_nothing(pytester: pytest.Pytester
                              "--imagetime-judge=pixel")
     assert dry.ret == pytest.ExitCode.OK
     dry.stdout.fnmatch_lines(["procedural | pixel*3*3*$0.00", "total: $0.00; *"])
+
+
+def test_judgments_stored_with_the_price_in_their_key_are_kept(pytester: pytest.Pytester,
+                                                               judge_env: ChatServer) -> None:
+    from pytest_imagetime.store import input_key
+
+    _cases(pytester)
+    args = ["k.yaml", "--imagetime-model=procedural", "--imagetime-size=128"]
+    pytester.runpytest(*args).assert_outcomes(passed=3)
+    # As a run before this version stored them: gpt-5.5 without a price, the price in the
+    # key, the cost 0.
+    for path in (pytester.path / "reports").rglob("judgments/*.json"):
+        record = json.loads(path.read_text())
+        record["judge_config"]["price_usd_per_mtok"] = None
+        record["input_key"] = input_key({
+            "judge": record["judge_config"], "image_sha256": record["image_sha256"],
+            "case_spec_sha256": record["case_spec_sha256"], "setting": record["setting"],
+            "rubric_version": record["rubric_version"]})
+        record["judgment"]["cost_usd"] = 0.0
+        path.write_text(json.dumps(record))
+    dry = pytester.runpytest(*args, "--imagetime-dry-run")
+    dry.stdout.fnmatch_lines(["procedural | vlm*3*0*"])
+    again = pytester.runpytest(*args)
+    again.assert_outcomes(passed=3)
+    assert len(judge_env.state.requests) == 3  # nothing judged again
+    report = _report(pytester.path / "reports/procedural/vlm/report.json")
+    assert all(i["cost_usd"] is None for i in report["items"])  # it was not known: unknown
+    assert report["aggregate"]["cost_usd"] is None and report["spent_usd"] == 0.0
+    for path in (pytester.path / "reports").rglob("judgments/*.json"):
+        assert json.loads(path.read_text())["judgment"]["cost_usd"] is None  # stored anew

@@ -16,7 +16,7 @@ from .cases import Case
 from .judges.prices import Price
 from .judges.prompt import case_text, response_schema, system_prompt
 from .run_spec import RunSpec
-from .runner import generation_request, image_key, judgment_key
+from .runner import generation_request, image_key, judgment_key, priced_record
 from .store import find_stored_sheet, load_stored_judgment, with_setting
 
 # The answer's size: a panel parse, 25 scores, verdicts with evidence, a rationale.
@@ -53,8 +53,9 @@ def _stored(spec: RunSpec, case: Case) -> bool:
     stored = None if spec.regenerate else find_stored_sheet(spec.paths, case.id, key)
     if stored is None or spec.rejudge:
         return False
-    return load_stored_judgment(spec.paths, case.id,
-                               judgment_key(spec, case, stored.sha256)) is not None
+    key = judgment_key(spec, case, stored.sha256)
+    return (load_stored_judgment(spec.paths, case.id, key) is not None
+            or priced_record(spec, case.id, key, 0, write=False) is not None)
 
 
 def shared_prefix_tokens(json_object: bool) -> int:

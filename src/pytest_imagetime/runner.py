@@ -6,6 +6,7 @@ judge failure raises ItemError with the reason: the item is an error, never a sc
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,7 @@ from .store import (
     find_stored_sheet,
     input_key,
     load_stored_judgment,
+    read_json,
     rgb_png,
     store_image,
     store_judgment,
@@ -407,12 +409,44 @@ def _stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
         key = input_key({"judgment": key, "repeat": repeat})
     if not spec.rejudge:
         stored = load_stored_judgment(spec.paths, stored_as, key)
+        if stored is None and sheet.reference is None:
+            stored = priced_record(spec, stored_as, key, repeat)
         if stored is not None:
             try:
                 return key, stored_as, Judgment.from_json(stored["judgment"])
             except (KeyError, TypeError):
                 pass  # an old or damaged record: judge again
     return key, stored_as, None
+
+
+def priced_record(spec: RunSpec, stored_as: str, key: str, repeat: int, write: bool = True
+                  ) -> dict[str, Any] | None:
+    """A judgment stored while the price was part of its key, whose inputs are otherwise
+    this key's: taken, and (``write``) stored again under this key, once, so a new price
+    table never pays for it again."""
+    record = read_json(spec.paths.judgment(stored_as))
+    config = record.get("judge_config") if isinstance(record, dict) else None
+    if not isinstance(config, dict) or not PRICE_KEYS & config.keys():
+        return None
+    assert isinstance(record, dict)
+    unpriced = input_key({
+        "judge": {k: v for k, v in config.items() if k not in PRICE_KEYS},
+        "image_sha256": record.get("image_sha256"),
+        "case_spec_sha256": record.get("case_spec_sha256"), "setting": record.get("setting"),
+        "rubric_version": record.get("rubric_version")})
+    if repeat:
+        unpriced = input_key({"judgment": unpriced, "repeat": repeat})
+    if unpriced != key:
+        return None
+    record["input_key"] = key
+    judgment = record.get("judgment")
+    if config.get("price_usd_per_mtok") is None and isinstance(judgment, dict) \
+            and judgment.get("tokens_in"):
+        judgment["cost_usd"] = None  # stored as 0 when its price was unknown: unknown it is
+    if write:
+        with contextlib.suppress(OSError):  # taken this time all the same; looked at again
+            store_judgment(spec.paths, stored_as, record)
+    return record
 
 
 def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
