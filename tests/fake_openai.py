@@ -192,12 +192,11 @@ class Handler(BaseHTTPRequestHandler):
             self._fault(fault, request)
             return
         if state.responder is not None:
-            self._send(200, _completion(state.responder(request)))
-            return
-        with state.lock:
-            state.answered_cases[case_id_of(request)] += 1
-        answer = answer_for(request, state.score)
-        completion = _completion(json.dumps(answer))
+            completion = _completion(state.responder(request))
+        else:
+            with state.lock:
+                state.answered_cases[case_id_of(request)] += 1
+            completion = _completion(json.dumps(answer_for(request, state.score)))
         if state.cache_prefix_tokens:
             prefix = json.dumps(request["messages"][0], sort_keys=True)
             with state.lock:

@@ -175,6 +175,7 @@ class ChainJudge:
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             latency_s=round(time.perf_counter() - started, 3),
             tokens_in=tokens_in, tokens_out=tokens_out,
+            tokens_cached=sum(c.tokens_cached for c in calls),
             cost_usd=sum(c.cost_usd for c in calls) if self.price is not None else None,
             evaluates_predicates=True,
         )

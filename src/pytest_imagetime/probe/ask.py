@@ -18,8 +18,8 @@ from typing import Any
 import jsonschema
 
 from ..judges.base import JudgeOptions
-from ..judges.prices import Price, cost_usd, price_for
-from ..judges.vlm import InvalidAnswer, _openai
+from ..judges.prices import Price, known_cost, price_for
+from ..judges.vlm import InvalidAnswer, _openai, cached_tokens
 from ..judgment import JudgeError
 
 JSON = Any
@@ -35,6 +35,7 @@ class Answer:
     tokens_out: int
     cost_usd: float
     attempts: int
+    tokens_cached: int = 0  # the part of tokens_in read from the provider's prompt cache
 
 
 def strict_format(name: str, schema: Mapping[str, JSON]) -> dict[str, JSON]:
@@ -74,19 +75,21 @@ class JsonAsker:
         """The validated answer, or JudgeError after the retries."""
         validator = jsonschema.Draft202012Validator(dict(schema))
         problems: list[str] = []
-        tokens_in = tokens_out = 0
+        tokens_in = tokens_out = tokens_cached = 0
         for attempt in range(1, self.options.retries + 2):
             try:
                 response = self._call(messages, strict_format(name, schema))
                 usage = getattr(response, "usage", None)
                 tokens_in += int(getattr(usage, "prompt_tokens", 0) or 0)
                 tokens_out += int(getattr(usage, "completion_tokens", 0) or 0)
+                tokens_cached += cached_tokens(usage)
                 content, value = _parse(response, validator, check)
             except InvalidAnswer as exc:
                 problems.append(self.redact(str(exc)))
                 continue
+            cost = known_cost(self.price, tokens_in, tokens_out, tokens_cached)
             return Answer(value, content, tokens_in, tokens_out,
-                          cost_usd(self.price, tokens_in, tokens_out), attempt)
+                          0.0 if cost is None else cost, attempt, tokens_cached)
         raise JudgeError(f"no valid answer after {len(problems)} attempts: "
                          + " | ".join(problems))
 
