@@ -335,3 +335,18 @@ def test_judgments_stored_with_the_price_in_their_key_are_kept(pytester: pytest.
     assert report["aggregate"]["cost_usd"] is None and report["spent_usd"] == 0.0
     for path in (pytester.path / "reports").rglob("judgments/*.json"):
         assert json.loads(path.read_text())["judgment"]["cost_usd"] is None  # stored anew
+
+
+def test_the_tempviz_summary_says_unknown_for_a_judge_model_of_no_price() -> None:
+    from pytest_imagetime.tempviz.report import LABELS, summary_lines
+
+    summary = {"n": 2, "pass_rate": 0.5, "errors": 0, "cost_usd": 0.0,
+               "accuracy": dict.fromkeys(LABELS, 0.5)}
+
+    def report(price: list[float] | None) -> dict[str, Any]:
+        return {"manifest": {"model": {"spec": "procedural"}, "judge": {
+            "name": "judge-x", "config": {"price_usd_per_mtok": price}}},
+            "summary": summary, "by_category": {}}
+
+    assert summary_lines([report(None)])[0].endswith("judge cost unknown")
+    assert summary_lines([report([2.0, 8.0])])[0].endswith("judge cost $0.0000")
