@@ -86,6 +86,10 @@ class ServerState:
     answered_cases: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
     max_in_flight: int = 0
+    # Prompt caching: a chat request whose system message this server has seen before
+    # reports this many cached input tokens (usage.prompt_tokens_details.cached_tokens).
+    cache_prefix_tokens: int = 0
+    seen_prefixes: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Whole-endpoint behaviour (see the module docstring).
     flavour: str = "openai"  # openai, azure, vllm, ollama
@@ -233,12 +237,19 @@ class Handler(BaseHTTPRequestHandler):
             self._fault(fault, request)
             return
         if state.responder is not None:
-            self._send(200, _completion(state.responder(request)))
-            return
-        with state.lock:
-            state.answered_cases[case_id_of(request)] += 1
-        answer = answer_for(request, state.score)
-        self._send(200, _completion(json.dumps(answer)))
+            completion = _completion(state.responder(request))
+        else:
+            with state.lock:
+                state.answered_cases[case_id_of(request)] += 1
+            completion = _completion(json.dumps(answer_for(request, state.score)))
+        if state.cache_prefix_tokens:
+            prefix = json.dumps(request["messages"][0], sort_keys=True)
+            with state.lock:
+                seen = prefix in state.seen_prefixes
+                state.seen_prefixes.add(prefix)
+            completion["usage"]["prompt_tokens_details"] = {
+                "cached_tokens": state.cache_prefix_tokens if seen else 0}
+        self._send(200, completion)
 
     def _fault(self, fault: str, request: dict[str, Any]) -> None:
         if self._transport_fault(

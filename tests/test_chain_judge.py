@@ -213,3 +213,18 @@ def test_a_run_with_the_chain_judge_and_its_agreement_with_the_structured_judge(
     assert "judges agree: vlm vs vlm-chain" in table and "Kitchen" in table
     assert main(["judges-agree", str(out), "--b", "pixel",
                  "--cases", str(pytester.path / "k.yaml")]) == 2
+
+
+def test_cached_input_of_the_question_chain_is_priced_at_its_rate(server: ChatServer,
+                                                                 case: Case) -> None:
+    server.state.responder = responder(good, case)
+    server.state.cache_prefix_tokens = 1024
+    judge = _judge(server, "one-by-one", price_per_mtok=(2.0, 8.0, 0.2))
+    judgment = judge.judge(sheet=_sheet(case))
+    calls = len(server.state.requests)
+    assert calls > 1 and judgment.tokens_cached == 1024 * (calls - 1)
+    assert judgment.cost_usd == pytest.approx(
+        ((judgment.tokens_in - judgment.tokens_cached) * 2.0 + judgment.tokens_cached * 0.2
+         + judgment.tokens_out * 8.0) / 1e6)
+    assert _judge(server, price_per_mtok=None, model="mystery").judge(
+        sheet=_sheet(case)).cost_usd is None

@@ -77,7 +77,8 @@ def test_a_run_records_every_judgment_with_its_costs(pytester: pytest.Pytester,
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
         "procedural * vlm (judge-x)",
-        "procedural: judge cost $0.0070 ($0.0070 per case), spent this session $0.0070",
+        "procedural: judge cost $0.0070 ($0.0070 per case), spent this session $0.0070, "
+        "prompt cache 0.0% of 1500 input tokens",
     ])
     report = _report(pytester.path / "reports")
     assert report["aggregate"]["cost_usd"] == pytest.approx(0.007)
@@ -205,7 +206,7 @@ def test_dry_run_estimates_and_runs_nothing(pytester: pytest.Pytester,
         "procedural | vlm*82*82*",
         "total: $*; nothing was generated or judged",
     ])
-    assert dry.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert dry.ret == pytest.ExitCode.OK  # a dry run that printed its estimate succeeded
     assert not (pytester.path / "reports").exists()
     assert judge_env.state.requests == []
     pytester.runpytest(*_args()).assert_outcomes(passed=82)

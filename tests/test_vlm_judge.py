@@ -143,12 +143,12 @@ def test_server_without_keys(server: ChatServer, monkeypatch: pytest.MonkeyPatch
         server.state.headers[0]["authorization"] == "Bearer unused"
 
 
-def test_unknown_price_gives_zero_cost_and_says_so(server: ChatServer, key: str,
-                                                   case: Case) -> None:
+def test_unknown_price_gives_an_unknown_cost_and_says_so(server: ChatServer, key: str,
+                                                         case: Case) -> None:
     judge = _judge(server, price_per_mtok=None, model="someone-elses-vlm")
     assert judge.price is None
     assert judge.config()["price_usd_per_mtok"] is None
-    assert judge.judge(sheet=_sheet(case)).cost_usd == 0.0
+    assert judge.judge(sheet=_sheet(case)).cost_usd is None
 
 
 def test_the_state_class_is_shared_safely() -> None:

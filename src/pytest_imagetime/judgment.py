@@ -49,7 +49,8 @@ class Judgment:
     latency_s: float = 0.0
     tokens_in: int = 0
     tokens_out: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: the judge's model has no known price
+    tokens_cached: int = 0  # the part of tokens_in read from the provider's prompt cache
     evaluates_predicates: bool = False
     # The judge's layout answer (panel_count, is_2x2_grid, order_as_expected,
     # all_panels_readable, and in the scaffold setting top_left_matches_reference); None for

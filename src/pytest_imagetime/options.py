@@ -64,6 +64,8 @@ class Options:
     grid: tuple[int, int] = SHEET
     shard_source: str = ""  # the batch system's variable that --imagetime-shard=auto read
     suite: str = "imagetime"
+    judge_batch: bool = False  # judge through the Batch API (judges/batch.py)
+    judge_batch_poll_s: float = 30.0
 
     @property
     def active(self) -> bool:
@@ -146,10 +148,10 @@ def add_options(parser: pytest.Parser) -> None:
            "when it parses, e.g. reasoning_effort=high, max_completion_tokens=16000, seed=7); "
            "repeatable.",
            ini_type="args", action="append", default=None)
-    option("judge-price", "Judge price as IN,OUT USD per 1M tokens, overriding the shipped "
-           "table.")
-    option("judge-prices", "JSON price table {\"prices\": {model: [in, out]}} to use beside "
-           "the shipped one.")
+    option("judge-price", "Judge price as IN,OUT[,CACHED] USD per 1M tokens (cached input "
+           "defaults to IN; Batch API rates are half), overriding the shipped table.")
+    option("judge-prices", "JSON price table {\"prices\": {model: [in, out]}} or "
+           "{model: {input, cached_input, output, batch}} to use beside the shipped one.")
     option("judge-response-format", "json_schema (structured outputs, default) or json_object "
            "for servers without schema support.")
     option("max-cost", "Stop issuing new judge calls once this many USD are spent (split "
@@ -157,6 +159,11 @@ def add_options(parser: pytest.Parser) -> None:
     option("dry-run", "Print how many items need a judge call and the estimated cost, then "
            "stop: nothing is generated or judged.", ini_type="bool", action="store_true",
            default=None)
+    option("judge-batch", "Judge through OpenAI's Batch API (half price, results within 24 h): "
+           "every sheet is drawn first, then judged in batches; a killed run re-attaches to "
+           "the batches it submitted (docs/batch.md).", ini_type="bool", action="store_true",
+           default=None)
+    option("judge-batch-poll", "Seconds between two looks at a submitted batch (default 30).")
     option("shard", "Run one deterministic, balanced share of the cases as K/N (1 <= K <= N), "
            "e.g. for a CI matrix or a Slurm array, or 'auto' ('auto/N') to take K (and N) from "
            "SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or CI_NODE_INDEX; give each shard its own "
@@ -251,18 +258,20 @@ def _headers(config: pytest.Config, name: str) -> dict[str, str]:
     return headers
 
 
-def _price(config: pytest.Config) -> tuple[float, float] | None:
+def _price(config: pytest.Config) -> tuple[float, ...] | None:
     raw = _raw(config, "judge-price")
     if raw is None:
         return None
     try:
-        first, second = (float(v) for v in str(raw).split(","))
+        rates = tuple(float(v) for v in str(raw).split(","))
     except ValueError:
-        raise _fail("judge-price", raw, "give IN,OUT in USD per 1M tokens, e.g. 1.25,10") \
-            from None
-    if first < 0 or second < 0:
+        rates = ()
+    if len(rates) not in (2, 3):
+        raise _fail("judge-price", raw, "give IN,OUT or IN,OUT,CACHED in USD per 1M tokens, "
+                                        "e.g. 5,30,0.5")
+    if any(rate < 0 for rate in rates):
         raise _fail("judge-price", raw, "prices cannot be negative")
-    return (first, second)
+    return rates
 
 
 def parse_shard(raw: object) -> Shard | None:
@@ -417,6 +426,9 @@ def _parse(config: pytest.Config) -> Options:
         reference_model=_raw(config, "reference-model"),
         grid=_grid(config, setting),
         suite=_suite(config),
+        judge_batch=_flag(config, "judge-batch"),
+        judge_batch_poll_s=_number(config, "judge-batch-poll", float, 30.0, 0.01, 86400,
+                                   "give seconds, a number above 0"),
     )
 
 

@@ -230,7 +230,7 @@ class Pipeline:
     def _judged(self, job: Job, sheet: Sheet) -> ItemOutcome:
         outcome = self._judge(job.spec, job.case, job.base, sheet)
         if outcome.record.judged:
-            self._budget.add(outcome.record.cost_usd)
+            self._budget.add(outcome.record.cost_usd or 0.0)
         return outcome
 
     def _generate_all(self, work: Queue) -> None:

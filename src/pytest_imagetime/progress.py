@@ -23,19 +23,24 @@ class Progress:
         self.overall_sum = 0.0
         self.overall_n = 0
         self.spent_usd = 0.0
+        self.spent_known = True  # False once an item's judgment had an unknown cost
         self.started = clock()
         self.last = self.started
 
     def expect(self, total: int) -> None:
         self.total = max(self.total, total)
 
-    def item(self, overall: float | None, error: bool, spent_usd: float) -> None:
+    def item(self, overall: float | None, error: bool, spent_usd: float | None) -> None:
+        """One finished item; ``spent_usd`` is what judging it cost now, None if unknown."""
         self.done += 1
         self.errors += error
         if overall is not None:
             self.overall_sum += overall
             self.overall_n += 1
-        self.spent_usd += spent_usd
+        if spent_usd is None:
+            self.spent_known = False
+        else:
+            self.spent_usd += spent_usd
         now = self.clock()
         if self.every_s > 0 and (now - self.last >= self.every_s or self.done == self.total):
             self.last = now
@@ -50,7 +55,14 @@ class Progress:
         else:
             eta = "0s" if self.done >= total else "?"
         return (f"[imagetime] {self.done}/{total} done, {self.errors} errors, Overall {overall}, "
-                f"spent ${self.spent_usd:.2f}, elapsed {_duration(elapsed)}, ETA {eta}")
+                f"spent {self._spent()}, elapsed {_duration(elapsed)}, ETA {eta}")
+
+
+    def _spent(self) -> str:
+        if self.spent_known:
+            return f"${self.spent_usd:.2f}"
+        # Never $0.00 for calls of no known price: the known part, and that more is unknown.
+        return "unknown" if not self.spent_usd else f"${self.spent_usd:.2f} + unknown"
 
 
 def _duration(seconds: float) -> str:

@@ -110,21 +110,24 @@ class ItemRecord:
     predicates_checked: bool = False
     image: str | None = None
     judgment: str | None = None
-    cost_usd: float = 0.0
+    cost_usd: float | None = None  # None: unknown (no price for the judge's model)
     generation_cost_usd: float | None = None  # what the image backend reported, if it did
     generation_s: float | None = None
     judge_s: float | None = None
     generated: bool = False  # False when the stored image was reused
     judged: bool = False  # False when the stored judgment was reused
+    tokens_in: int = 0  # the judgment's input tokens, and the part read from the prompt cache
+    tokens_cached: int = 0
 
     def to_properties(self) -> list[tuple[str, Scalar]]:
         out: list[tuple[str, Scalar]] = []
         append = out.append
-        for name, prefixed, kind in _PLAN:
+        for name, prefixed, kind, digits in _PLAN:
             value = getattr(self, name)
             if kind is _VALUE:
                 if value is not None:
-                    append(_shared(prefixed, round(value, 4) if type(value) is float else value))
+                    append(_shared(prefixed, round(value, digits) if type(value) is float
+                                   else value))
             elif kind is _TUPLE:
                 # JSON, not a joined string: entries may hold commas (cap descriptions).
                 append(_shared(prefixed, json.dumps(list(value)) if value else _EMPTY))
@@ -180,8 +183,11 @@ def _kind(name: str, type_name: str) -> str:
     return _TUPLE if type_name.startswith("tuple") else _VALUE
 
 
-_PLAN: tuple[tuple[str, str, str], ...] = tuple(
-    (f.name, PREFIX + f.name, _kind(f.name, str(f.type))) for f in fields(ItemRecord))
+# Floats travel rounded to 4 places; a cost to 8, so that 750 of them add up to the cent.
+_DIGITS = {"cost_usd": 8}
+_PLAN: tuple[tuple[str, str, str, int], ...] = tuple(
+    (f.name, PREFIX + f.name, _kind(f.name, str(f.type)), _DIGITS.get(f.name, 4))
+    for f in fields(ItemRecord))
 # One string per property name, shared by every item's properties (they stay in memory, on
 # the items and their reports, for the whole session).
 _NAMES: dict[str, str] = {k: PREFIX + k for k in (*ALL_DIMS, *TREE_KEYS)}

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .judges.prices import sum_costs
 from .judgment import Judgment, Verdict
 from .rubric import ALL_DIMS
 
@@ -64,7 +65,8 @@ def combine(judgments: Sequence[Judgment]) -> Judgment:
         latency_s=round(math.fsum(j.latency_s for j in judgments), 3),
         tokens_in=sum(j.tokens_in for j in judgments),
         tokens_out=sum(j.tokens_out for j in judgments),
-        cost_usd=math.fsum(j.cost_usd for j in judgments),
+        tokens_cached=sum(j.tokens_cached for j in judgments),
+        cost_usd=sum_costs(j.cost_usd for j in judgments),
         evaluates_predicates=first.evaluates_predicates,
         layout=_combined_layout([j.layout for j in judgments]),
     )

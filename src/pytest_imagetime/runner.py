@@ -6,6 +6,7 @@ judge failure raises ItemError with the reason: the item is an error, never a sc
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,7 @@ from .store import (
     find_stored_sheet,
     input_key,
     load_stored_judgment,
+    read_json,
     rgb_png,
     store_image,
     store_judgment,
@@ -51,6 +53,7 @@ if TYPE_CHECKING:  # numpy at the first sheet measured (see _analyze), Pillow at
     from .sheet.metrics import SheetMetrics
 
 IMAGE_RECORD_FORMAT = "imagetime-image/1"
+PRICE_KEYS = frozenset({"price_usd_per_mtok"})  # judge configuration that is only a price
 JUDGMENT_RECORD_FORMAT = "imagetime-judgment/1"
 
 
@@ -126,9 +129,11 @@ def image_key(spec: RunSpec, request: GenerationRequest,
 
 def judgment_key(spec: RunSpec, case: Case, image_sha256: str,
                  reference: Reference | None = None) -> str:
-    """Everything that decides a judgment; a change re-judges the sheet."""
+    """Everything that decides a judgment; a change re-judges the sheet. A price decides
+    nothing: a new price table must not pay for every stored judgment again."""
+    judge = {k: v for k, v in spec.judge.config().items() if k not in PRICE_KEYS}
     parts: dict[str, Any] = {
-        "judge": dict(spec.judge.config()), "image_sha256": image_sha256,
+        "judge": judge, "image_sha256": image_sha256,
         "case_spec_sha256": case.spec_hash, "setting": spec.setting,
         "rubric_version": RUBRIC_VERSION,
     }
@@ -403,12 +408,44 @@ def _stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
         key = input_key({"judgment": key, "repeat": repeat})
     if not spec.rejudge:
         stored = load_stored_judgment(spec.paths, stored_as, key)
+        if stored is None and sheet.reference is None:
+            stored = priced_record(spec, stored_as, key, repeat)
         if stored is not None:
             try:
                 return key, stored_as, Judgment.from_json(stored["judgment"])
             except (KeyError, TypeError):
                 pass  # an old or damaged record: judge again
     return key, stored_as, None
+
+
+def priced_record(spec: RunSpec, stored_as: str, key: str, repeat: int, write: bool = True
+                  ) -> dict[str, Any] | None:
+    """A judgment stored while the price was part of its key, whose inputs are otherwise
+    this key's: taken, and (``write``) stored again under this key, once, so a new price
+    table never pays for it again."""
+    record = read_json(spec.paths.judgment(stored_as))
+    config = record.get("judge_config") if isinstance(record, dict) else None
+    if not isinstance(config, dict) or not PRICE_KEYS & config.keys():
+        return None
+    assert isinstance(record, dict)
+    unpriced = input_key({
+        "judge": {k: v for k, v in config.items() if k not in PRICE_KEYS},
+        "image_sha256": record.get("image_sha256"),
+        "case_spec_sha256": record.get("case_spec_sha256"), "setting": record.get("setting"),
+        "rubric_version": record.get("rubric_version")})
+    if repeat:
+        unpriced = input_key({"judgment": unpriced, "repeat": repeat})
+    if unpriced != key:
+        return None
+    record["input_key"] = key
+    judgment = record.get("judgment")
+    if config.get("price_usd_per_mtok") is None and isinstance(judgment, dict) \
+            and judgment.get("tokens_in"):
+        judgment["cost_usd"] = None  # stored as 0 when its price was unknown: unknown it is
+    if write:
+        with contextlib.suppress(OSError):  # taken this time all the same; looked at again
+            store_judgment(spec.paths, stored_as, record)
+    return record
 
 
 def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
@@ -502,6 +539,7 @@ def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
         predicates_checked=judgment.evaluates_predicates,
         image=str(spec.paths.image(case.id)), judgment=str(spec.paths.judgment(case.id)),
         cost_usd=judgment.cost_usd, generation_cost_usd=_generation_cost(sheet.record),
+        tokens_in=judgment.tokens_in, tokens_cached=judgment.tokens_cached,
         generation_s=sheet.record.get("seconds"),
         judge_s=judgment.latency_s, generated=sheet.generated, judged=judged,
     )

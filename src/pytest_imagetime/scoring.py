@@ -78,7 +78,7 @@ class Scored:
     status: str  # "passed", "failed" or "error"
     scores: Mapping[str, int | None]
     labels: tuple[str, ...] = ()
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: unknown
     confidence: Mapping[str, float | None] = field(default_factory=dict)  # the judge's, per C
     generation_cost_usd: float | None = None
 
@@ -126,7 +126,10 @@ def aggregate(items: Iterable[Scored]) -> dict[str, Any]:
     result["by_difficulty"] = {k: _summary(v, scored) for k, v in sorted(by_difficulty.items())}
     counts = Counter(label for i in judged for label in set(i.labels))
     result["labels"] = dict(sorted(counts.items()))
-    result["cost_usd"] = math.fsum(i.cost_usd for i in ordered)
+    # An error's cost counts where it is known; a judged item of unknown cost makes it unknown.
+    costs = [i.cost_usd for i in ordered if i.cost_usd is not None or i.status != "error"]
+    result["cost_usd"] = (None if any(c is None for c in costs)
+                          else math.fsum(c for c in costs if c is not None))
     # The image backend's reported cost of the sheets (the paper's cost axis), where known.
     generation = [i.generation_cost_usd for i in ordered if i.generation_cost_usd is not None]
     result["generation_cost_usd"] = math.fsum(generation) if generation else None

@@ -110,6 +110,8 @@ class ImagetimeSession:
         self.config = config
         self.options = options
         judge: Judge = _resolve("judge", options.judge, JUDGES, options=options.judge_options)
+        if options.judge_batch:
+            judge = self._batch_judge(config, options, judge)
         self.judge = judge
         self.runs: dict[str, RunSpec] = {}
         references = self._references(options)
@@ -138,6 +140,7 @@ class ImagetimeSession:
         self._pipeline: Pipeline | None = None
         self.canaries: list[dict[str, Any]] | None = None
         self.planning_done = False
+        self.estimate_printed = False  # a dry run printed its estimate: it exits 0
         self.replays = session_can_replay(config)
         # What the store gave an item that the protocol looked up before its setup.
         self._looked_up: dict[str, Result | None] = {}
@@ -162,6 +165,39 @@ class ImagetimeSession:
 
         return suite_of(self.config.args, self.config.invocation_params.dir,
                         self.collected_files)
+
+    def _batch_judge(self, config: pytest.Config, options: Options, judge: Judge) -> Judge:
+        """The judge of ``--imagetime-judge-batch``; its mistakes are caught here, before
+        anything is drawn."""
+        import time
+
+        from .judges.batch import BatchFailure, BatchJudge
+        from .judges.vlm import VlmJudge
+
+        def refuse(why: str) -> pytest.UsageError:
+            return pytest.UsageError(f"--imagetime-judge-batch: {why}")
+
+        if type(judge) is not VlmJudge:
+            raise refuse(f"batches judge with the vlm judge only, not "
+                         f"--imagetime-judge={options.judge}")
+        if options.max_cost is not None:
+            raise refuse("a batch is paid when it ends, so --imagetime-max-cost cannot stop "
+                         "it; see its estimate with --imagetime-dry-run instead")
+        if options.regenerate:
+            raise refuse("--imagetime-regenerate would draw every sheet again after its "
+                         "batch judged it; regenerate in a run of its own first")
+        if config.getoption("dist", "no") not in ("no", "load"):
+            raise refuse("under pytest-xdist each worker batches its own share of the items, "
+                         "which needs the default distribution (-n N, --dist load)")
+        batch = BatchJudge(judge, options.out / "batches", options.judge_batch_poll_s,
+                           self._write_line, options.progress_every_s,
+                           ignore_before=time.time() if options.rejudge else None)
+        if not options.dry_run and not _is_xdist_worker(config):
+            try:
+                batch.check()
+            except BatchFailure as exc:
+                raise refuse(str(exc)) from None
+        return batch
 
     @property
     def pipeline(self) -> Pipeline:
@@ -223,7 +259,8 @@ class ImagetimeSession:
         from .estimate import estimate, estimate_lines
 
         ours = [i for i in items if isinstance(i, CaseItem)]
-        estimates = [estimate(run, [i.case for i in ours if i.run is run])
+        estimates = [estimate(run, [i.case for i in ours if i.run is run],
+                              batch=self.options.judge_batch)
                      for run in self.runs.values()]
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -232,13 +269,16 @@ class ImagetimeSession:
                 reporter.write_line(line)
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
+        self.estimate_printed = True
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.options.canaries and not self.options.dry_run \
                 and not _is_xdist_worker(self.config):
             from .canaries import run_canaries  # draws sheets: numpy only when asked for
 
-            self.canaries = run_canaries(self.judge, self.options.setting)
+            # Judged at once, before the items: through the judge a batch wraps.
+            judge = getattr(self.judge, "inner", self.judge)
+            self.canaries = run_canaries(judge, self.options.setting)
 
     # ------------------------------------------------------------ results (controller)
 
@@ -389,7 +429,20 @@ class ImagetimeSession:
             share = share_of(items.index(first), workers)
             items = [item for n, item in enumerate(items) if share_of(n, workers) == share]
         start = items.index(first)
+        if self.options.judge_batch:
+            self._judge_in_batches(items[start:])
         self.pipeline.plan([item.job() for item in items[start:]])
+
+    def _judge_in_batches(self, items: list[CaseItem]) -> None:
+        """Draw or reuse every sheet of these items, then judge them in batches: the items
+        find their judgments with the judge (``judges/batch.py``)."""
+        from .judges.batch import BatchJudge
+
+        judge = self.judge
+        assert isinstance(judge, BatchJudge)
+        self._write_line(f"[imagetime] batch judging: {len(items)} items, every sheet drawn "
+                         f"or found first")
+        judge.prepare(_sheets_of(items))
 
     # First: under xdist every report has arrived once the test loop ends, and the reports
     # are then written while the workers shut down (xdist's own hook waits for them).
@@ -407,6 +460,8 @@ class ImagetimeSession:
             self._write_reports()
         if any(result.breached for result in self.gate_results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.estimate_printed and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK  # the dry run did what it was asked
         if self.options.update_baseline and self.options.baseline is not None:
             from .report.json_report import write_report
 
@@ -561,6 +616,28 @@ class ImagetimeSession:
 def _report_name(report: dict[str, Any]) -> str:
     manifest = report["manifest"]
     return with_setting(str(manifest["model"]["spec"]), manifest["setting"])
+def _sheets_of(items: list[CaseItem]) -> Iterator[tuple[RunSpec, Case, Sheet]]:
+    """Each item's sheet, stored or drawn (and stored) here: in batches of the backend's
+    batch size, several at once for a hosted backend. Items that cannot have one are left
+    out: each reports why when it runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .pipeline import model_concurrency
+    from .runner import Sheet, generate_sheets
+
+    by_run: dict[int, list[CaseItem]] = {}
+    for item in items:
+        by_run.setdefault(id(item.run), []).append(item)
+    for group in by_run.values():
+        run = group[0].run
+        size = max(1, run.batch_size)
+        chunks = [[i.case for i in group[n:n + size]] for n in range(0, len(group), size)]
+        with ThreadPoolExecutor(max_workers=model_concurrency(run)) as pool:
+            for cases, sheets in zip(chunks, pool.map(
+                    functools.partial(generate_sheets, run), chunks), strict=True):
+                for case, sheet in zip(cases, sheets, strict=True):
+                    if isinstance(sheet, Sheet):
+                        yield run, case, sheet
 
 
 def _run_label(spec: RunSpec) -> str:

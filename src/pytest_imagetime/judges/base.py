@@ -63,6 +63,7 @@ class JudgeOptions:
     reasks: int = 2  # requests again after an answer that arrived but is not usable
     params: Mapping[str, JSON] = field(default_factory=dict)  # extra request parameters
     headers: Mapping[str, str] = field(default_factory=dict)  # extra HTTP headers (gateways)
-    price_per_mtok: tuple[float, float] | None = None  # (input, output) USD per 1M tokens
+    # (input, output[, cached input]) USD per 1M tokens
+    price_per_mtok: tuple[float, ...] | None = None
     prices_file: Path | None = None
     response_format: str = "json_schema"

@@ -88,7 +88,7 @@ class ChainJudge:
         return {"judge": self._registered, "mode": self.mode, "judge_model": self.model,
                 "base_url": self._asker.base_url, "prompt_version": CHAIN_VERSION,
                 "rubric_version": RUBRIC_VERSION, "params": dict(self.options.params),
-                "price_usd_per_mtok": list(self.price) if self.price else None}
+                "price_usd_per_mtok": self.price.per_mtok() if self.price else None}
 
     # ------------------------------------------------------------ asking
 
@@ -175,6 +175,7 @@ class ChainJudge:
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             latency_s=round(time.perf_counter() - started, 3),
             tokens_in=tokens_in, tokens_out=tokens_out,
-            cost_usd=sum(c.cost_usd for c in calls),
+            tokens_cached=sum(c.tokens_cached for c in calls),
+            cost_usd=sum(c.cost_usd for c in calls) if self.price is not None else None,
             evaluates_predicates=True,
         )

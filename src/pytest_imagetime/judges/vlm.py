@@ -33,7 +33,7 @@ from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this 
 from ..openai_client import Endpoint, EndpointConfig, load_sdk, safe_url
 from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
 from .base import JudgeOptions, SheetToJudge
-from .prices import Price, cost_usd, price_for
+from .prices import Price, known_cost, price_for
 from .prompt import (
     FORBIDDEN_VERDICTS,
     PREDICATE_VERDICTS,
@@ -142,7 +142,7 @@ class VlmJudge:
                 "prompt_template_sha256": prompt_template_sha256(),
                 "params": dict(self.options.params), "response_format":
                 self.options.response_format,
-                "price_usd_per_mtok": list(self.price) if self.price else None}
+                "price_usd_per_mtok": self.price.per_mtok() if self.price else None}
 
     @property
     def base_url(self) -> str | None:
@@ -156,11 +156,16 @@ class VlmJudge:
     # ------------------------------------------------------------ one judgment
 
     def messages(self, sheet: SheetToJudge) -> list[dict[str, Any]]:
-        text = case_text(sheet.case, sheet.setting)
+        """The system prompt, then what every case shares, then the case: a prefix that is
+        byte-identical across calls, which the provider's prompt cache bills at its cached
+        rate."""
+        content: list[dict[str, Any]] = []
         if self.options.response_format == "json_object":
-            text += ("\nAnswer with a JSON object matching this JSON Schema:\n"
-                     + json.dumps(response_schema(sheet.case, sheet.setting)))
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+            content.append({"type": "text", "text": case_text(sheet.case, sheet.setting)})
+            content.append({"type": "text",
+                            "text": _json_object_instruction(sheet.case, sheet.setting)})
+        else:
+            content.append({"type": "text", "text": case_text(sheet.case, sheet.setting)})
         if sheet.setting == "scaffold" and sheet.reference is not None:
             content.append({"type": "image_url",
                             "image_url": {"url": image_data_url(sheet.reference)}})
@@ -183,28 +188,30 @@ class VlmJudge:
     def judge(self, *, sheet: SheetToJudge) -> Judgment:
         request = self.request(sheet)
         problems: list[str] = []
-        tokens_in = tokens_out = 0
+        tokens_in = tokens_out = tokens_cached = 0
         started = time.perf_counter()
         # Transport failures were already retried by the endpoint: they end here. An answer
         # that arrived but is unusable (InvalidAnswer) is asked for again.
         for _attempt in range(self.options.reasks + 1):
             try:
                 response = self._call(request)
-                used_in, used_out = usage_tokens(response)
+                used_in, used_out, used_cached = usage_tokens(response)
                 tokens_in += used_in
                 tokens_out += used_out
-                return self.answer(response, sheet, tokens_in, tokens_out,
+                tokens_cached += used_cached
+                return self.answer(response, sheet, (tokens_in, tokens_out, tokens_cached),
                                    time.perf_counter() - started)
             except InvalidAnswer as exc:
                 problems.append(self._redact(str(exc)))
         raise JudgeError(f"no valid judgment after {len(problems)} attempts: "
                          + " | ".join(problems))
 
-    def answer(self, response: Any, sheet: SheetToJudge, tokens_in: int, tokens_out: int,
-               latency: float) -> Judgment:
+    def answer(self, response: Any, sheet: SheetToJudge, tokens: tuple[int, int, int],
+               latency: float, batch: bool = False) -> Judgment:
         """The judgment in one response, checked against the schema and the case; raises
-        InvalidAnswer when it is not usable."""
-        judgment = self._parse(response, sheet, tokens_in, tokens_out, latency)
+        InvalidAnswer when it is not usable. ``tokens`` (in, out, cached) are every
+        attempt's, priced at the Batch API's rates when ``batch``."""
+        judgment = self._parse(response, sheet.case, sheet.setting, tokens, latency, batch)
         try:
             validate_judgment(judgment, sheet.case, sheet.setting, self.scored_dims)
         except JudgeError as exc:
@@ -214,8 +221,11 @@ class VlmJudge:
     def _call(self, request: dict[str, Any]) -> Any:
         return self.endpoint.call(lambda client: client.chat.completions.create(**request))
 
-    def _parse(self, response: Any, sheet: SheetToJudge, tokens_in: int, tokens_out: int,
-               latency: float) -> Judgment:
+    def _parse(self, response: Any, case: Case, setting: Setting,
+               tokens: tuple[int, int, int], latency: float, batch: bool = False) -> Judgment:
+        """The judgment in ``response``; ``tokens`` (in, out, cached) are every attempt's,
+        priced at the Batch API's rates when ``batch``."""
+        tokens_in, tokens_out, tokens_cached = tokens
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise InvalidAnswer("the response has no choices")
@@ -225,7 +235,7 @@ class VlmJudge:
             answer = json.loads(content)
         except ValueError:
             raise InvalidAnswer(f"the answer is not JSON: {_short(content)!r}") from None
-        errors = sorted(_answer_validator(sheet.case, sheet.setting).iter_errors(answer),
+        errors = sorted(_answer_validator(case, setting).iter_errors(answer),
                         key=lambda e: list(map(str, e.absolute_path)))
         if errors:
             first = errors[0]
@@ -253,7 +263,8 @@ class VlmJudge:
                  "finish_reason": getattr(choice, "finish_reason", None)},
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             latency_s=round(latency, 3), tokens_in=tokens_in, tokens_out=tokens_out,
-            cost_usd=cost_usd(self.price, tokens_in, tokens_out),
+            tokens_cached=tokens_cached,
+            cost_usd=known_cost(self.price, tokens_in, tokens_out, tokens_cached, batch),
             evaluates_predicates=True, layout=layout,
         )
 
@@ -262,11 +273,12 @@ class VlmJudge:
         return self.endpoint.redact(text)
 
 
-def usage_tokens(response: Any) -> tuple[int, int]:
-    """Prompt and completion tokens a response reports (0 where it reports none)."""
+def usage_tokens(response: Any) -> tuple[int, int, int]:
+    """Prompt, completion and cached prompt tokens a response reports (0 where it reports
+    none)."""
     usage = getattr(response, "usage", None)
     return (int(getattr(usage, "prompt_tokens", 0) or 0),
-            int(getattr(usage, "completion_tokens", 0) or 0))
+            int(getattr(usage, "completion_tokens", 0) or 0), cached_tokens(usage))
 
 
 def message_content(choice: Any, who: str) -> str:
@@ -282,6 +294,21 @@ def message_content(choice: Any, who: str) -> str:
         raise InvalidAnswer("the answer was cut off (finish_reason=length)")
     content = getattr(message, "content", None)
     return content if isinstance(content, str) else ""
+
+
+def cached_tokens(usage: Any) -> int:
+    """Input tokens the provider read from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens``; 0 where a server does not say)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, Mapping):
+        return int(details.get("cached_tokens") or 0)
+    return int(getattr(details, "cached_tokens", 0) or 0)
+
+
+def _json_object_instruction(case: Case, setting: Setting) -> str:
+    """The case's answer schema in the message, for servers without structured outputs."""
+    return ("Answer with a JSON object matching this JSON Schema:\n"
+            + json.dumps(response_schema(case, setting)))
 
 
 def _short(text: str, limit: int = 240) -> str:

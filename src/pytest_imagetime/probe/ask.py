@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 
 from ..judges.base import JudgeOptions
-from ..judges.prices import Price, cost_usd, price_for
+from ..judges.prices import Price, known_cost, price_for
 from ..judges.vlm import InvalidAnswer, _openai, endpoint_for, message_content, usage_tokens
 from ..judgment import JudgeError
 from ..openai_client import safe_url
@@ -38,6 +38,7 @@ class Answer:
     tokens_out: int
     cost_usd: float
     attempts: int
+    tokens_cached: int = 0  # the part of tokens_in read from the provider's prompt cache
 
 
 def strict_format(name: str, schema: Mapping[str, JSON]) -> dict[str, JSON]:
@@ -77,19 +78,21 @@ class JsonAsker:
         """The validated answer, or JudgeError after the retries."""
         validator = jsonschema.Draft202012Validator(dict(schema))
         problems: list[str] = []
-        tokens_in = tokens_out = 0
+        tokens_in = tokens_out = tokens_cached = 0
         for attempt in range(1, self.options.reasks + 2):
             try:
                 response = self._call(messages, strict_format(name, schema))
-                used_in, used_out = usage_tokens(response)
+                used_in, used_out, used_cached = usage_tokens(response)
                 tokens_in += used_in
                 tokens_out += used_out
+                tokens_cached += used_cached
                 content, value = _parse(response, validator, check)
             except InvalidAnswer as exc:
                 problems.append(self.redact(str(exc)))
                 continue
+            cost = known_cost(self.price, tokens_in, tokens_out, tokens_cached)
             return Answer(value, content, tokens_in, tokens_out,
-                          cost_usd(self.price, tokens_in, tokens_out), attempt)
+                          0.0 if cost is None else cost, attempt, tokens_cached)
         raise JudgeError(f"no valid answer after {len(problems)} attempts: "
                          + " | ".join(problems))
 

@@ -114,7 +114,7 @@ def probe_order(args: argparse.Namespace) -> int:
     price = made[0].price if made else None
     report = build_report(runs, outcomes, settings,
                           {"model": args.judge_model, "base_url": base_url,
-                           "price_usd_per_mtok": list(price) if price else None},
+                           "price_usd_per_mtok": price.per_mtok() if price else None},
                           datetime.now(timezone.utc).isoformat(timespec="seconds"),
                           sample=args.sample)
     validate_report(report)

@@ -194,7 +194,7 @@ def heatmap_data(reports: Sequence[Mapping[str, Any]]
 
 
 def has_judge_cost(reports: Sequence[Mapping[str, Any]]) -> bool:
-    return any(float(r["aggregate"]["cost_usd"]) > 0 for r in reports)
+    return any(float(r["aggregate"]["cost_usd"] or 0) > 0 for r in reports)
 
 
 def has_generation_cost(reports: Sequence[Mapping[str, Any]]) -> bool:
@@ -210,7 +210,9 @@ def generation_cost(report: Mapping[str, Any]) -> float | None:
 
 def cost_per_sheet(report: Mapping[str, Any]) -> float | None:
     agg = report["aggregate"]
-    return float(agg["cost_usd"]) / agg["judged"] if agg["judged"] else None
+    if agg["cost_usd"] is None or not agg["judged"]:
+        return None  # unknown, or nothing judged
+    return float(agg["cost_usd"]) / int(agg["judged"])
 
 
 # ---------------------------------------------------------------- drawing helpers

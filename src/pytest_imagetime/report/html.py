@@ -365,10 +365,12 @@ def page(title: str, body: str, script: str = "") -> str:
 
 
 def _cost(run: Run) -> str:
+    cost = run.report["aggregate"]["cost_usd"]
     config = run.report["manifest"]["judge"]["config"]
-    if "price_usd_per_mtok" in config and config["price_usd_per_mtok"] is None:
+    # Reports from before unknown costs were null carry 0 with a judge model of no price.
+    if cost is None or ("price_usd_per_mtok" in config and config["price_usd_per_mtok"] is None):
         return "unknown"
-    return f"${run.report['aggregate']['cost_usd']:.4f}"
+    return f"${cost:.4f}"
 
 
 def _gate(rate: float | None) -> str:

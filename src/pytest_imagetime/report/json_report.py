@@ -88,6 +88,8 @@ def record_from_json(item: Mapping[str, Any]) -> ItemRecord:
     """The record a report item was made from (its lists become tuples again)."""
     values: dict[str, Any] = {}
     for name in ITEM_FIELDS:
+        if name not in item:  # a report older than the field: its default
+            continue
         value = item.get(name)
         values[name] = tuple(value) if isinstance(value, list) else value
     if values["confidence"] is None:  # a report written before confidences were kept
@@ -115,6 +117,22 @@ def _scored(item: Mapping[str, Any]) -> Scored:
                   status=item["status"], scores=item["scores"], labels=tuple(item["labels"]),
                   cost_usd=item["cost_usd"], confidence=item.get("confidence") or {},
                   generation_cost_usd=item.get("generation_cost_usd"))
+
+
+def prompt_cache(items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Input tokens of the items' judgments, the part the provider read from its prompt cache
+    (billed at the cached rate), and that share."""
+    tokens_in = sum(int(i.get("tokens_in") or 0) for i in items)
+    cached = sum(int(i.get("tokens_cached") or 0) for i in items)
+    return {"tokens_in": tokens_in, "tokens_cached": cached,
+            "hit_rate": cached / tokens_in if tokens_in else None}
+
+
+def spent(items: Iterable[Mapping[str, Any]]) -> float | None:
+    """What this session paid (judgments reused from the store cost nothing again); None
+    when an item judged now has an unknown cost."""
+    costs = [i["cost_usd"] for i in items if i["judged"]]
+    return None if any(c is None for c in costs) else math.fsum(costs)
 
 
 def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:
@@ -154,8 +172,8 @@ def report_of_items(manifest: Mapping[str, Any], items: list[dict[str, Any]], cr
         "rubric_version": RUBRIC_VERSION,
         "manifest": {**manifest, "environment": env, "confidence_method": INTERVAL_METHOD},
         "aggregate": aggregate(_scored(i) for i in items),
-        # What this session paid: judgments reused from the store cost nothing again.
-        "spent_usd": math.fsum(i["cost_usd"] for i in items if i["judged"]),
+        "spent_usd": spent(items),
+        "prompt_cache": prompt_cache(items),
         "errors": [{"key": i["key"], "case_id": i["case_id"], "reason": i["error"] or ""}
                    for i in items if i["status"] == "error"],
         "confidence": confidence_intervals(items) if confidence is None else confidence,

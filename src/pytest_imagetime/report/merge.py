@@ -17,6 +17,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..judges.prices import sum_costs
 from ..record import ItemRecord
 from ..runner import now
 from ..store import read_json
@@ -218,7 +219,7 @@ def merge(parts: Sequence[Path], out: Path, partial: bool = False) -> list[Path]
         report = build_report(manifest, merged, now())
         report["manifest"]["cases"] = case_set(merged)
         report["coverage"] = _merged_coverage(report["items"], suite, _outside(members))
-        report["spent_usd"] = sum(float(r.get("spent_usd", 0.0)) for _, r in members)
+        report["spent_usd"] = sum_costs(r.get("spent_usd", 0.0) for _, r in members)
         validate_report(report)
         write_report(run_dir / "report.json", report)
         write_scores_csv(run_dir / SCORES_CSV, report["items"])

@@ -43,12 +43,31 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
                      f"{agg['failed']:>4} "
                      f"{agg['errors']:>4} {_num(agg['c_mean'], 6)} {_num(agg['d_mean'], 6)} "
                      f"{_num(agg['overall'], 7)} {gate_text} {tree}  {judge_text}")
-        if agg["cost_usd"] or report.get("spent_usd"):
-            per_case = agg["cost_usd"] / agg["judged"] if agg["judged"] else 0.0
-            cost_lines.append(f"{name}: judge cost ${agg['cost_usd']:.4f} "
-                              f"(${per_case:.4f} per case), spent this session "
-                              f"${report.get('spent_usd', 0.0):.4f}")
+        line = _cost_line(name, report)
+        if line:
+            cost_lines.append(line)
     return lines + notes + cost_lines
+
+
+def _cost_line(name: str, report: Mapping[str, Any]) -> str | None:
+    """The run's judge cost, what this session spent and the prompt-cache hit rate; None for
+    a run that cost nothing (offline judges). An unknown cost says so, never $0."""
+    agg = report["aggregate"]
+    cost, spent = agg["cost_usd"], report.get("spent_usd", 0.0)
+    if cost == 0 and spent == 0:
+        return None
+    model = report["manifest"]["judge"]["config"].get("judge_model", "?")
+    if cost is None:
+        text = f"{name}: judge cost unknown (no price for {model}; give --imagetime-judge-price)"
+    else:
+        per_case = cost / agg["judged"] if agg["judged"] else 0.0
+        text = f"{name}: judge cost ${cost:.4f} (${per_case:.4f} per case)"
+    text += ", spent this session " + ("unknown" if spent is None else f"${spent:.4f}")
+    cache = report.get("prompt_cache")
+    if cache and cache.get("hit_rate") is not None:
+        text += (f", prompt cache {100 * cache['hit_rate']:.1f}% of "
+                 f"{cache['tokens_in']} input tokens")
+    return text
 
 
 def _run_name(report: Mapping[str, Any]) -> str:

@@ -153,7 +153,7 @@ class TextAsker(JsonAsker):
         for attempt in range(1, self.options.reasks + 2):
             try:
                 response = self._call(messages, {"type": "text"})
-                used_in, used_out = usage_tokens(response)
+                used_in, used_out, _cached = usage_tokens(response)
                 tokens_in += used_in
                 tokens_out += used_out
                 content = message_text(response)
@@ -201,7 +201,7 @@ class TempvizJudge:
                 "shots": self.shots, "prompt_version": PROMPT_VERSION,
                 "base_url": self._asker.base_url, "params": dict(self.options.params),
                 "examples_sha256": None if self.examples is None else self.examples.sha256,
-                "price_usd_per_mtok": list(price) if price else None}
+                "price_usd_per_mtok": price.per_mtok() if price else None}
 
     @property
     def priced(self) -> bool:

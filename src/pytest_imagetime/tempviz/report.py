@@ -152,9 +152,13 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for report in reports:
         manifest, summary = report["manifest"], report["summary"]
+        config = manifest["judge"].get("config") or {}
+        # A judge model of no price has an unknown cost, never $0.
+        unknown = "price_usd_per_mtok" in config and config["price_usd_per_mtok"] is None
+        cost = "unknown" if unknown else f"${summary['cost_usd']:.4f}"
         lines.append(f"{manifest['model']['spec']} | {manifest['judge']['name']}: "
                      f"{summary['n']} items, {_pct(summary['pass_rate'])} pass, "
-                     f"{summary['errors']} errors, judge cost ${summary['cost_usd']:.4f}")
+                     f"{summary['errors']} errors, judge cost {cost}")
         lines.append("  " + f"{'':<11}" + "".join(f"{n.upper():>10}" for n in LABELS))
         rows = [*report["by_category"].items(), ("all", summary)]
         for name, entry in rows:
