@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_imagetime.cases import builtin_cases_dir, load_case_file
+from pytest_imagetime.cases import Case, builtin_cases_dir, load_case_file
 from pytest_imagetime.judges.base import JudgeOptions, SheetToJudge
 from pytest_imagetime.judges.prices import (
     Price,
@@ -24,6 +24,7 @@ from pytest_imagetime.judges.prices import (
     shipped_table,
     sum_costs,
 )
+from pytest_imagetime.judges.prompt import SchemaKey, schema_key
 from pytest_imagetime.judges.vlm import VlmJudge
 from pytest_imagetime.models.base import GenerationRequest
 from pytest_imagetime.models.procedural import ProceduralModel
@@ -160,23 +161,29 @@ def test_every_request_starts_with_the_same_bytes_up_to_the_case(
     judge = VlmJudge(None, options=JudgeOptions(base_url=judge_env.base_url,
                                                 response_format=response_format))
     kitchen = load_case_file(builtin_cases_dir() / "kitchen.yaml")
-    for case in kitchen[:2]:
+    # Two cases alike in predicate and forbidden-state ids and nulls: one answer schema.
+    alike: dict[SchemaKey, list[Case]] = {}
+    for case in kitchen:
+        alike.setdefault(schema_key(case, "prompt-only"), []).append(case)
+    pair = next(cases for cases in alike.values() if len(cases) > 1)[:2]
+    for case in pair:
         judge.judge(sheet=_sheet(case.id))
     first, second = (json.dumps(r["messages"], ensure_ascii=False)
                      for r in judge_env.state.requests)
     shared = _common_prefix(first, second)
-    # The system prompt, and in json_object mode the schema instruction, lie wholly before
-    # the first differing byte, which lies inside the case specification.
+    # The system prompt lies wholly before the first differing byte, which lies inside the
+    # case specification.
     system = json.dumps(judge_env.state.requests[0]["messages"][0], ensure_ascii=False)
     assert first.startswith("[" + system)
     assert shared > len(system)
     head = first[:shared]
-    if response_format == "json_object":
-        assert "Answer with a JSON object matching this JSON Schema" in head
     # The first difference is in the case's own text (its prompt comes first), before any
-    # image.
+    # image; in json_object mode the case's schema follows the case.
     assert head.index("Case specification (JSON)") < shared < first.index("image_url")
-    assert kitchen[0].prompt not in head
+    assert pair[0].prompt not in head
+    if response_format == "json_object":
+        assert first.index("Case specification (JSON)") < first.index(
+            "Answer with a JSON object matching this JSON Schema")
     # Both calls send the same response format, so it caches with the prefix.
     assert (judge_env.state.requests[0]["response_format"]
             == judge_env.state.requests[1]["response_format"])

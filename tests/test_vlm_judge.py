@@ -77,7 +77,9 @@ def test_extra_params_and_json_object_mode(server: ChatServer, key: str, case: C
     assert request["temperature"] == 0 and request["reasoning_effort"] == "high"
     assert request["model"] == "local-vlm"
     assert request["response_format"] == {"type": "json_object"}
-    assert '"diagnostic"' in request["messages"][1]["content"][0]["text"]
+    # The case's own schema goes in the message, after the case.
+    texts = [part["text"] for part in request["messages"][1]["content"] if "text" in part]
+    assert "Case specification (JSON)" in texts[0] and '"diagnostic"' in texts[1]
 
 
 @pytest.mark.parametrize("fault", FAULTS)

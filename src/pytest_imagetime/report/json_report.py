@@ -92,7 +92,7 @@ def record_from_json(item: Mapping[str, Any]) -> ItemRecord:
             continue
         value = item.get(name)
         values[name] = tuple(value) if isinstance(value, list) else value
-    if values["confidence"] is None:  # a report written before confidences were kept
+    if values.get("confidence", {}) is None:  # written before confidences were kept
         values["confidence"] = {}
     return ItemRecord(**values)
 
