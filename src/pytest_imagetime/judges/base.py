@@ -64,3 +64,6 @@ class JudgeOptions:
     price_per_mtok: tuple[float, float] | None = None  # (input, output) USD per 1M tokens
     prices_file: Path | None = None
     response_format: str = "json_schema"
+    # False in a session that makes no calls (--collect-only, --imagetime-dry-run, ...): a
+    # hosted backend then needs neither its package nor its key.
+    calls: bool = True

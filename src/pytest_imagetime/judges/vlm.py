@@ -39,6 +39,7 @@ from .prompt import (
 )
 
 INSTALL_HINT = "pip install 'pytest-imagetime[openai]'"
+NO_CALLS = "made for a session that makes no calls (--collect-only, --imagetime-dry-run)"
 
 
 class InvalidAnswer(JudgeError):
@@ -49,7 +50,8 @@ def _openai() -> Any:
     try:
         import openai
     except ImportError:
-        raise ImportError(f"the vlm judge needs the openai package: {INSTALL_HINT}") from None
+        raise ImportError(f"the vlm judge needs the openai package: {INSTALL_HINT}; to score "
+                          f"offline use --imagetime-judge=pixel") from None
     return openai
 
 
@@ -80,14 +82,18 @@ class VlmJudge:
     def __init__(self, argument: str | None = None, *,
                  options: JudgeOptions | None = None) -> None:
         self.options = options or JudgeOptions()
+        self.model = argument or self.options.model
+        self.price: Price | None = price_for(self.model, self.options.price_per_mtok,
+                                             self.options.prices_file)
+        self.api_key: str | None = None
+        self._client: Any = None
+        if not self.options.calls:  # it only names, describes and prices its judgments
+            return
         # Imported here, at start-up: a missing package stops the run before any image is
         # generated, and judge threads do not queue on the first import.
         self._sdk = _openai()
-        self.model = argument or self.options.model
         self.api_key = self._api_key()
-        self.price: Price | None = price_for(self.model, self.options.price_per_mtok,
-                                             self.options.prices_file)
-        self._client: Any = self._sdk.OpenAI(
+        self._client = self._sdk.OpenAI(
             api_key=self.api_key or "unused", base_url=self.base_url,
             timeout=self.options.timeout_s, max_retries=self.options.retries)
 
@@ -144,6 +150,8 @@ class VlmJudge:
                 {"role": "user", "content": content}]
 
     def judge(self, *, sheet: SheetToJudge) -> Judgment:
+        if self._client is None:
+            raise JudgeError(f"the vlm judge was {NO_CALLS}")
         messages = self.messages(sheet)
         problems: list[str] = []
         tokens_in = tokens_out = 0

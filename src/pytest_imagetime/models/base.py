@@ -84,6 +84,9 @@ class ModelOptions:
     concurrency: int = 4  # hosted backends: requests in flight at once per pytest process
     # --imagetime-model-process: draw in a child process (auto: backends that draw on a GPU)
     process: str = "auto"
+    # False in a session that makes no calls (--collect-only, --imagetime-dry-run, ...): a
+    # hosted backend then needs neither its package nor its key.
+    calls: bool = True
 
     def device(self) -> str | None:
         """This process's torch device ("cuda:1", "cpu"); None: the backend's default. Asks

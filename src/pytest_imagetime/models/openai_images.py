@@ -26,6 +26,7 @@ from typing import Any
 
 from PIL import Image
 
+from ..judges.vlm import NO_CALLS
 from ..probe.ask import api_key
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
@@ -176,16 +177,20 @@ class OpenAIImagesModel:
     def __init__(self, argument: str | None = None, *, name: str = "openai-images",
                  options: ModelOptions | None = None) -> None:
         self.options = options or ModelOptions()
-        # Imported at start-up: a missing package stops the run before any case runs.
-        self._sdk = _openai()
         target, overrides = split_argument(argument)
         self.model = target or DEFAULT_MODEL
         self.overrides: dict[str, Any] = parse_overrides(overrides, OVERRIDES, name)
         self._spec = f"{name}:{argument}" if argument else name
-        self.api_key = self._api_key()
         self.price = price_for(self.model)
+        self.api_key: str | None = None
+        self._client: Any = None
+        if not self.options.calls:  # it only names and describes its sheets
+            return
+        # Imported at start-up: a missing package stops the run before any case runs.
+        self._sdk = _openai()
+        self.api_key = self._api_key()
         # One client for every generating thread: it is thread-safe and pools connections.
-        self._client: Any = self._sdk.OpenAI(
+        self._client = self._sdk.OpenAI(
             api_key=self.api_key or "unused", base_url=self.base_url,
             timeout=self.options.timeout_s, max_retries=self.options.retries)
 
@@ -237,6 +242,8 @@ class OpenAIImagesModel:
         return fields
 
     def generate(self, *, request: GenerationRequest) -> Generated:
+        if self._client is None:
+            raise ModelError(f"the openai-images model was {NO_CALLS}")
         started = time.perf_counter()
         response, request_id = self._call(request)
         raw, delivery, count = self._first_image(response)

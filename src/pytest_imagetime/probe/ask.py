@@ -19,7 +19,7 @@ import jsonschema
 
 from ..judges.base import JudgeOptions
 from ..judges.prices import Price, cost_usd, price_for
-from ..judges.vlm import InvalidAnswer, _openai
+from ..judges.vlm import NO_CALLS, InvalidAnswer, _openai
 from ..judgment import JudgeError
 
 JSON = Any
@@ -59,13 +59,18 @@ class JsonAsker:
 
     def __init__(self, options: JudgeOptions, *, who: str, key_hint: str) -> None:
         self.options = options
-        self._sdk = _openai()
+        self.who = who
         self.model = options.model
-        self.api_key = api_key(options.key_env, who, key_hint)
         self.price: Price | None = price_for(self.model, options.price_per_mtok,
                                              options.prices_file)
         self.base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._client: Any = self._sdk.OpenAI(
+        self.api_key: str | None = None
+        self._client: Any = None
+        if not options.calls:  # its judge only names, describes and prices its judgments
+            return
+        self._sdk = _openai()
+        self.api_key = api_key(options.key_env, who, key_hint)
+        self._client = self._sdk.OpenAI(
             api_key=self.api_key or "unused", base_url=self.base_url,
             timeout=options.timeout_s, max_retries=options.retries)
 
@@ -91,6 +96,8 @@ class JsonAsker:
                          + " | ".join(problems))
 
     def _call(self, messages: list[dict[str, JSON]], response_format: dict[str, JSON]) -> Any:
+        if self._client is None:
+            raise JudgeError(f"{self.who} was {NO_CALLS}")
         openai = self._sdk
         request: dict[str, JSON] = {"model": self.model, "messages": messages,
                                     "response_format": response_format}
