@@ -205,7 +205,15 @@ def without_posix_modules(tmp_path: Path) -> dict[str, str]:
                                          env.get("PYTHONPATH", "")])
     env["IMAGETIME_BLOCKED_LOG"] = str(tmp_path / "blocked.log")
     env.pop("PYTEST_ADDOPTS", None)
+    # A text file opened without an encoding reads the locale's (cp1252 on Windows): warned of.
+    env["PYTHONWARNDEFAULTENCODING"] = "1"
     return env
+
+
+def _default_encodings(output: str) -> list[str]:
+    """Our own text reads and writes that took the locale's encoding."""
+    return [line for line in output.splitlines()
+            if "EncodingWarning" in line and "pytest_imagetime" in line]
 
 
 def _ours(log: Path) -> list[str]:
@@ -223,10 +231,12 @@ def test_every_module_imports_without_posix_only_modules(
             "for m in pkgutil.walk_packages(pytest_imagetime.__path__, 'pytest_imagetime.'):\n"
             "    importlib.import_module(m.name)\n"
             f"print(sorted(set(sys.modules) & {set(POSIX_ONLY)!r}))\n")
-    result = subprocess.run([sys.executable, "-c", code], env=without_posix_modules,
-                            capture_output=True, text=True, check=False, cwd=tmp_path)
+    result = subprocess.run([sys.executable, "-W", "always::EncodingWarning", "-c", code],
+                            env=without_posix_modules, capture_output=True, text=True,
+                            check=False, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+    assert _default_encodings(result.stderr) == []
     assert _ours(tmp_path / "blocked.log") == []
 
 
@@ -235,13 +245,15 @@ def test_every_module_imports_without_posix_only_modules(
 def test_a_run_works_without_posix_only_modules(
         without_posix_modules: dict[str, str], tmp_path: Path, workers: list[str]) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--imagetime-model=procedural",
+        [sys.executable, "-W", "always::EncodingWarning", "-m", "pytest", "-p", "no:cacheprovider",
+         "-W", "always::EncodingWarning", "--imagetime-model=procedural",
          "--imagetime-judge=pixel", "--imagetime-size=128", "-k", "pour-water", "-q",
          f"--imagetime-out={tmp_path / 'out'}", *workers],
         env=without_posix_modules, capture_output=True, text=True, check=False, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 passed" in result.stdout
     assert (tmp_path / "out" / "procedural" / "pixel" / "report.json").is_file()
+    assert _default_encodings(result.stdout + result.stderr) == []
     assert _ours(tmp_path / "blocked.log") == []
 
 

@@ -33,7 +33,7 @@ def price_for(model: str, override: Price | None = None,
     if override is not None:
         return override
     table = _table(resources.files("pytest_imagetime").joinpath("data/judge_prices.json")
-                   .read_text(), "judge_prices.json")
+                   .read_text(encoding="utf-8"), "judge_prices.json")
     if prices_file is not None:
         try:
             text = prices_file.read_text(encoding="utf-8")

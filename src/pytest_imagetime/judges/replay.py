@@ -46,7 +46,7 @@ class ReplayJudge:
         Looked up once: config() is asked for on every item."""
         for path in sorted((self.source / "judgments").glob("*.json"))[:1]:
             try:
-                return str(json.loads(path.read_text())["judgment"]["judge_model"])
+                return str(json.loads(path.read_text(encoding="utf-8"))["judgment"]["judge_model"])
             except (OSError, ValueError, KeyError, TypeError):
                 break
         return "unknown"

@@ -94,7 +94,8 @@ def _openai() -> Any:
 
 @functools.cache
 def shipped_prices() -> dict[str, Price]:
-    text = resources.files("pytest_imagetime").joinpath("data/image_prices.json").read_text()
+    text = resources.files("pytest_imagetime").joinpath("data/image_prices.json").read_text(
+        encoding="utf-8")
     return {str(model): {str(kind): float(usd) for kind, usd in entry.items()}
             for model, entry in json.loads(text)["prices"].items()}
 
