@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_imagetime.options import Options, option_path, parse_options
+from pytest_imagetime.registry import JUDGES, MODELS
 from tests.builders import case_dict, write_case_file
 
 SMALL = "--imagetime-size=128"
@@ -231,6 +232,28 @@ def test_an_ini_file_given_with_c_anchors_its_own_paths(pytester: pytest.Pyteste
     assert options.out == ci / "out"
     options, _ = _options_from(pytester, "-o", "imagetime_out=elsewhere")
     assert options.out == pytester.path / "elsewhere"  # no ini file: the working directory
+
+
+def test_paths_in_specs_from_the_ini_file_are_relative_to_it(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = pytester.path
+    pytester.makeini("[pytest]\nimagetime_model = files:sheets\n"
+                     "imagetime_judge = replay:runs/procedural/pixel\n")
+    (root / "sheets").mkdir()
+    (root / "runs" / "procedural" / "pixel" / "judgments").mkdir(parents=True)
+    sub = pytester.mkdir("deep")
+    monkeypatch.chdir(sub)
+    options, _ = _options_from(pytester)
+    model = MODELS.create(options.models[0], options=options.model_options)
+    judge = JUDGES.create(options.judge, options=options.judge_options)
+    assert model.directory == root / "sheets"
+    assert model.name == "files:sheets"  # the run directory keeps the name as written
+    assert judge.source == (root / "runs" / "procedural" / "pixel").resolve()
+    # From the command line: the working directory, as before.
+    (sub / "mine").mkdir()
+    options, _ = _options_from(pytester, "--imagetime-model=files:mine")
+    assert MODELS.create(options.models[0], options=options.model_options).directory \
+        == sub / "mine"
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])

@@ -2,8 +2,8 @@
 
 Every option is ``--imagetime-*`` on the command line and ``imagetime_*`` in the ini file
 (pytest.ini, tox.ini, setup.cfg or ``[tool.pytest.ini_options]``); the command line wins.
-A path from the ini file is relative to the ini file's folder, as pytest's own are; one from
-the command line to the working directory. A switch set in the ini file is turned off for one
+A path from the ini file (also one in a ``files:DIR`` or ``replay:DIR`` spec) is relative to
+the ini file's folder, as pytest's own are; one from the command line to the working directory. A switch set in the ini file is turned off for one
 run with ``--imagetime-no-NAME``. Bad values stop the run at start-up with a message that
 names the option, echoes the value and says what is accepted.
 """
@@ -295,6 +295,7 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
         price_per_mtok=_price(config),
         prices_file=prices,
         response_format=response,
+        spec_dir=_given(config, "judge")[1],
     )
 
 
@@ -321,6 +322,7 @@ def model_options(config: pytest.Config) -> ModelOptions:
         concurrency=_number(config, "model-concurrency", int, defaults.concurrency, 1, 1024,
                             "give an integer from 1 to 1024"),
         process=_model_process(config),
+        spec_dir=_given(config, "model")[1],
     )
 
 

@@ -10,21 +10,22 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ..judgment import JudgeError, Judgment
-from .base import SheetToJudge
+from ..registry import spec_path
+from .base import JudgeOptions, SheetToJudge
 
 
 class ReplayJudge:
     cpu_bound = True  # reads stored judgments: nothing to overlap in the judge pool
 
-    def __init__(self, argument: str | None = None) -> None:
+    def __init__(self, argument: str | None = None, *,
+                 options: JudgeOptions | None = None) -> None:
         if not argument:
             raise ValueError("the replay judge needs a run directory: "
                              "--imagetime-judge=replay:reports/MODEL/JUDGE")
-        self.source = Path(argument).expanduser().resolve()
+        self.source = spec_path(argument, options.spec_dir if options else None).resolve()
         if not (self.source / "judgments").is_dir():
             raise ValueError(f"replay: {self.source} holds no judgments/ directory (give a run "
                              "directory such as reports/procedural/vlm)")
