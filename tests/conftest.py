@@ -25,7 +25,8 @@ os.environ["IMAGETIME_CACHE_DIR"] = _CACHE
 
 # Opt-in markers: the option that runs them, and what they need.
 OPT_IN = {"gpu": ("--run-gpu", "on a CUDA device"),
-          "slurm": ("--run-slurm", "against a running Slurm (examples/shards/slurm-localhost.sh)")}
+          "slurm": ("--run-slurm", "against a running Slurm (examples/shards/slurm-localhost.sh)"),
+          "network": ("--run-network", "with PyPI reachable")}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,8 +41,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """GPU and Slurm tests are opt-in: without their option they are deselected (and counted
-    as such), never skipped in silence; with it, a missing GPU or Slurm fails them."""
+    """GPU, Slurm and network tests are opt-in: without their option they are deselected (and
+    counted as such), never skipped in silence; with it, a missing GPU, Slurm or network fails
+    them."""
     for marker, (option, _) in OPT_IN.items():
         if config.getoption(option):
             continue

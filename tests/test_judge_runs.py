@@ -282,4 +282,5 @@ def test_missing_openai_package_is_a_usage_error_with_the_install_command(
     result = pytester.runpytest("k.yaml", "--imagetime-model=procedural")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --imagetime-judge=vlm: the vlm judge needs the openai "
-                                 "package: pip install 'pytest-imagetime[openai]'"])
+                                 "package: pip install 'pytest-imagetime[openai]'; to score "
+                                 "offline use --imagetime-judge=pixel"])

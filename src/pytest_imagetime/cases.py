@@ -156,7 +156,8 @@ def _sha256(text: str) -> str:
 
 @functools.cache
 def case_schema() -> dict[str, Any]:
-    text = resources.files("pytest_imagetime").joinpath("schemas/cases.schema.json").read_text()
+    text = resources.files("pytest_imagetime").joinpath("schemas/cases.schema.json").read_text(
+        encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

@@ -19,7 +19,8 @@ class Concept:
 
 @functools.cache
 def inventory() -> tuple[Concept, ...]:
-    text = resources.files("pytest_imagetime").joinpath("data/action_inventory.tsv").read_text()
+    text = resources.files("pytest_imagetime").joinpath("data/action_inventory.tsv").read_text(
+        encoding="utf-8")
     rows = csv.DictReader(text.splitlines(), delimiter="\t")
     return tuple(
         Concept(r["domain"], r["subcategory"], r["action_concept"], r["difficulty"]) for r in rows

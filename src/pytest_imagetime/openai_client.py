@@ -89,12 +89,13 @@ def safe_url(url: str | None) -> str | None:
 # ------------------------------------------------------------------ the client
 
 
-def load_sdk(who: str) -> Any:
-    """The ``openai`` package; ImportError saying how to install it."""
+def load_sdk(who: str, alternative: str = "") -> Any:
+    """The ``openai`` package; ImportError saying how to install it (and what else to do)."""
     try:
         import openai
     except ImportError:
-        raise ImportError(f"{who} needs the openai package: {INSTALL_HINT}") from None
+        raise ImportError(f"{who} needs the openai package: {INSTALL_HINT}"
+                          + (f"; {alternative}" if alternative else "")) from None
     return openai
 
 

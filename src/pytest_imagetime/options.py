@@ -2,12 +2,16 @@
 
 Every option is ``--imagetime-*`` on the command line and ``imagetime_*`` in the ini file
 (pytest.ini, tox.ini, setup.cfg or ``[tool.pytest.ini_options]``); the command line wins.
-Bad values stop the run at start-up with a message that names the option, echoes the value
-and says what is accepted.
+A path from the ini file (also one in a ``files:DIR`` or ``replay:DIR`` spec) is relative to
+the ini file's folder, as pytest's own are; one from the command line to the working
+directory. A switch set in the ini file is turned off for one run with
+``--imagetime-no-NAME``. Bad values stop the run at start-up with a message that
+names the option, echoes the value and says what is accepted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -80,6 +84,10 @@ def add_options(parser: pytest.Parser) -> None:
         dest = "imagetime_" + name.replace("-", "_")
         group.addoption(f"--imagetime-{name}", dest=dest, help=help, **kwargs)
         parser.addini(dest, help=help, type=ini_type, default=None)
+        if ini_type == "bool":
+            group.addoption(f"--imagetime-no-{name}", dest=dest, action="store_false",
+                            default=None, help=f"Turn --imagetime-{name} off for this run "
+                            f"(when the ini file sets {dest}).")
 
     option("model", "Image model to benchmark, as NAME or NAME:ARG (procedural, "
            "procedural:copied, files:DIR, ...); repeat for several. Without it the plugin "
@@ -193,12 +201,38 @@ def add_options(parser: pytest.Parser) -> None:
            ini_type="bool", action="store_true", default=None)
 
 
-def _raw(config: pytest.Config, name: str) -> Any:
+_ABSENT = object()
+
+
+def registered(config: pytest.Config, dest: str) -> bool:
+    """Whether a plugin registered this option (``-p no:NAME`` leaves a plugin's out)."""
+    return config.getoption(dest, default=_ABSENT) is not _ABSENT
+
+
+def _given(config: pytest.Config, name: str) -> tuple[Any, Path]:
+    """The option's value (None when not given) and the folder a relative path in it is
+    relative to: the working directory for the command line, the ini file's for the ini file
+    (pytest's rule for its own paths, ``-o`` included)."""
     dest = "imagetime_" + name.replace("-", "_")
     value = config.getoption(dest)
-    if value is None or value == []:
-        value = config.getini(dest)
-    return value if value not in ("", [], None) else None
+    if value is not None and value != []:
+        return value, config.invocation_params.dir
+    value = config.getini(dest)
+    base = config.inipath.parent if config.inipath is not None else config.invocation_params.dir
+    return (value if value not in ("", [], None) else None), base
+
+
+def _raw(config: pytest.Config, name: str) -> Any:
+    return _given(config, name)[0]
+
+
+def option_path(config: pytest.Config, name: str) -> Path | None:
+    """A path option, absolute: ``~`` expanded, a relative one joined to its folder."""
+    raw, base = _given(config, name)
+    if raw is None:
+        return None
+    path = Path(str(raw)).expanduser()
+    return path if path.is_absolute() else base / path
 
 
 def _fail(name: str, value: object, accepted: str) -> pytest.UsageError:
@@ -220,7 +254,10 @@ def _number(config: pytest.Config, name: str, kind: type, default: Any,
 
 
 def _flag(config: pytest.Config, name: str) -> bool:
-    return bool(_raw(config, name))
+    """On with --imagetime-NAME, off with --imagetime-no-NAME, else as the ini file says."""
+    dest = "imagetime_" + name.replace("-", "_")
+    value = config.getoption(dest)
+    return bool(config.getini(dest) if value is None else value)
 
 
 def _judge_params(config: pytest.Config) -> dict[str, Any]:
@@ -289,7 +326,7 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
     response = str(_raw(config, "judge-response-format") or defaults.response_format)
     if response not in ("json_schema", "json_object"):
         raise _fail("judge-response-format", response, "use json_schema or json_object")
-    prices = _raw(config, "judge-prices")
+    prices = option_path(config, "judge-prices")
     return JudgeOptions(
         model=str(_raw(config, "judge-model") or defaults.model),
         base_url=_raw(config, "judge-base-url"),
@@ -305,8 +342,9 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
         params=_judge_params(config),
         headers=_headers(config, "judge-header"),
         price_per_mtok=_price(config),
-        prices_file=Path(str(prices)).expanduser() if prices else None,
+        prices_file=prices,
         response_format=response,
+        spec_dir=_given(config, "judge")[1],
     )
 
 
@@ -334,6 +372,7 @@ def model_options(config: pytest.Config) -> ModelOptions:
         concurrency=_number(config, "model-concurrency", int, defaults.concurrency, 1, 1024,
                             "give an integer from 1 to 1024"),
         process=_model_process(config),
+        spec_dir=_given(config, "model")[1],
     )
 
 
@@ -360,6 +399,21 @@ def _grid(config: pytest.Config, setting: str) -> tuple[int, int]:
     return grid
 
 
+# pytest's switches for sessions that list or collect and run nothing.
+_LISTING = ("collectonly", "setupplan", "showfixtures", "show_fixtures_per_test")
+
+
+def for_session(config: pytest.Config, options: Options) -> Options:
+    """The options a session gives its backends: a session that only collects, lists or
+    estimates (--collect-only, --setup-plan, --fixtures, --imagetime-dry-run) makes no calls,
+    so hosted backends need neither their package nor a key there."""
+    if not (options.dry_run or any(getattr(config.option, n, False) for n in _LISTING)):
+        return options
+    return dataclasses.replace(
+        options, judge_options=dataclasses.replace(options.judge_options, calls=False),
+        model_options=dataclasses.replace(options.model_options, calls=False))
+
+
 _PARSED = pytest.StashKey["Options"]()
 
 
@@ -376,9 +430,7 @@ def _parse(config: pytest.Config) -> Options:
     setting = str(_raw(config, "setting") or "prompt-only")
     if setting not in SETTINGS:
         raise _fail("setting", setting, f"use one of {', '.join(SETTINGS)}")
-    out = Path(str(_raw(config, "out") or DEFAULT_OUT)).expanduser()
-    if not out.is_absolute():
-        out = config.invocation_params.dir / out
+    out = option_path(config, "out") or config.invocation_params.dir / DEFAULT_OUT
     junit_raw = _raw(config, "junit")
     junit: Path | None
     if junit_raw is None:
@@ -386,9 +438,7 @@ def _parse(config: pytest.Config) -> Options:
     elif str(junit_raw).lower() == "none":
         junit = None
     else:
-        junit = Path(str(junit_raw)).expanduser()
-        if not junit.is_absolute():
-            junit = config.invocation_params.dir / junit
+        junit = option_path(config, "junit")
     shard = parse_shard(_raw(config, "shard"))
     return Options(
         models=models,
@@ -410,7 +460,7 @@ def _parse(config: pytest.Config) -> Options:
         canaries=_flag(config, "canaries"),
         shard=None if shard is None else (shard.k, shard.n),
         shard_source="" if shard is None else shard.source,
-        baseline=_path(config, "baseline"),
+        baseline=option_path(config, "baseline"),
         max_drop=_thresholds(config, "max-drop"),
         floors=_thresholds(config, "min"),
         update_baseline=_flag(config, "update-baseline"),
@@ -420,7 +470,7 @@ def _parse(config: pytest.Config) -> Options:
                                  "give seconds between progress lines, 0 for none"),
         judge_repeats=_number(config, "judge-repeats", int, 1, 1, 100,
                               "give an integer from 1 to 100"),
-        html=_path(config, "html"),
+        html=option_path(config, "html"),
         model_options=model_options(config),
         reference_dir=_reference_dir(config, setting),
         reference_model=_raw(config, "reference-model"),
@@ -440,7 +490,7 @@ def _suite(config: pytest.Config) -> str:
 
 
 def _reference_dir(config: pytest.Config, setting: str) -> Path | None:
-    path = _path(config, "reference-dir")
+    path = option_path(config, "reference-dir")
     given_model = _raw(config, "reference-model") is not None
     if path is not None and given_model:
         raise _fail("reference-dir", path, "give either --imagetime-reference-dir or "
@@ -452,14 +502,6 @@ def _reference_dir(config: pytest.Config, setting: str) -> Path | None:
                     "--imagetime-reference-dir=DIR (DIR/<case id>.png) or "
                     "--imagetime-reference-model=SPEC to draw them")
     return path
-
-
-def _path(config: pytest.Config, name: str) -> Path | None:
-    raw = _raw(config, name)
-    if raw is None:
-        return None
-    path = Path(str(raw)).expanduser()
-    return path if path.is_absolute() else config.invocation_params.dir / path
 
 
 def _thresholds(config: pytest.Config, name: str) -> dict[str, float]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from . import hookspec
-from .options import add_options, parse_options
+from .options import add_options, parse_options, registered
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -24,7 +24,17 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if config.option.help:  # the options are listed whatever the ini file holds
+        return
     options = parse_options(config)  # checked even when unused: a bad value is still a typo
+    if getattr(config.option, "markers", False):  # --markers lists ours and runs nothing
+        from .session import register_markers
+
+        register_markers(config)
+        return
+    if options.suite == "tempviz" and not registered(config, "imagetime_tempviz_data"):
+        raise pytest.UsageError("--imagetime-suite=tempviz: the TempViz plugin is disabled "
+                                "(-p no:imagetime-tempviz); leave that out to run the suite")
     if not options.active:
         return
     from .session import start

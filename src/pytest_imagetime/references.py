@@ -8,15 +8,14 @@ later session completes the same reference.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .cases import Case
+from .file_lock import exclusive
 from .models.base import GenerationRequest, ImageModel
 from .sheet_prompts import reference_prompt
 from .store import RunPaths, input_key, load_stored_image, sha256_bytes, store_image
@@ -100,7 +99,8 @@ class GeneratedReferences:
                          "case": case.id, "prompt": request.text, "size": self.size,
                          "seed": request.seed, "kind": "reference"})
         paths = self.paths
-        with _locked(paths.model_dir / ".locks" / f"{case.id}.lock"):
+        # One process at a time draws a case's reference; the others then read it.
+        with exclusive(paths.model_dir / ".locks" / f"{case.id}.lock"):
             stored = load_stored_image(paths, case.id, key)
             if stored is not None:
                 return Reference(stored[0].convert("RGB"), stored[1],
@@ -117,14 +117,3 @@ class GeneratedReferences:
                 "seed": request.seed, "details": dict(generated.details)})
         return Reference(image, digest, str(paths.image(case.id)))
 
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One process at a time draws a case's reference; the others then read it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -11,11 +11,19 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 
 class UnknownBackend(LookupError):
     pass
+
+
+def spec_path(argument: str, base: Path | None) -> Path:
+    """A path a spec names (``files:DIR``), ``~`` expanded; a relative one is relative to
+    ``base`` (the ini file's folder for a spec from the ini file), else the working directory."""
+    path = Path(argument).expanduser()
+    return base / path if base is not None and not path.is_absolute() else path
 
 
 @dataclass(frozen=True)

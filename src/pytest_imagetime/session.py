@@ -20,7 +20,7 @@ from .inventory import slug
 from .item_error import ItemError
 from .markers import Markers
 from .models.own_process import OwnProcessModel, factory_of, may_draw_in_own_process
-from .options import Options
+from .options import Options, for_session
 from .progress import Progress
 from .registry import JUDGES, MODELS, UnknownBackend
 from .replay import item_can_replay, replay, session_can_replay
@@ -54,7 +54,8 @@ def start(config: pytest.Config, options: Options) -> None:
         # A dry run only counts: no workers to start (before xdist's own configure runs).
         config.option.dist = "no"
         config.option.numprocesses = None
-    _register_markers(config)
+    options = for_session(config, options)
+    register_markers(config)
     session = ImagetimeSession(config, options)
     config.stash[session_key] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
@@ -67,7 +68,7 @@ def start(config: pytest.Config, options: Options) -> None:
         config.args = [str(builtin_cases_dir())]
 
 
-def _register_markers(config: pytest.Config) -> None:
+def register_markers(config: pytest.Config) -> None:
     from .inventory import domains
 
     lines = ["imagetime: an ImageTime benchmark item"]
@@ -272,7 +273,7 @@ class ImagetimeSession:
         self.estimate_printed = True
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.options.canaries and not self.options.dry_run \
+        if self.options.canaries and self.options.judge_options.calls \
                 and not _is_xdist_worker(self.config):
             from .canaries import run_canaries  # draws sheets: numpy only when asked for
 

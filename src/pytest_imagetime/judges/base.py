@@ -67,3 +67,9 @@ class JudgeOptions:
     price_per_mtok: tuple[float, ...] | None = None
     prices_file: Path | None = None
     response_format: str = "json_schema"
+    # False in a session that makes no calls (--collect-only, --imagetime-dry-run, ...): a
+    # hosted backend then needs neither its package nor its key.
+    calls: bool = True
+    # The folder a relative path in a spec's argument (files:DIR, replay:DIR) is relative to:
+    # the ini file's when the spec came from it; None: the working directory.
+    spec_dir: Path | None = None

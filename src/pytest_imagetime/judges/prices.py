@@ -125,7 +125,7 @@ def _table(text: str, where: str) -> dict[str, Price]:
 
 def shipped_table() -> dict[str, Price]:
     return _table(resources.files("pytest_imagetime").joinpath("data/judge_prices.json")
-                  .read_text(), "judge_prices.json")
+                  .read_text(encoding="utf-8"), "judge_prices.json")
 
 
 def price_for(model: str, override: Price | tuple[float, ...] | None = None,

@@ -10,22 +10,23 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ..judgment import JudgeError, Judgment
+from ..registry import spec_path
 from ..rubric import RUBRIC_VERSION
-from .base import SheetToJudge
+from .base import JudgeOptions, SheetToJudge
 
 
 class ReplayJudge:
     cpu_bound = True  # reads stored judgments: nothing to overlap in the judge pool
 
-    def __init__(self, argument: str | None = None) -> None:
+    def __init__(self, argument: str | None = None, *,
+                 options: JudgeOptions | None = None) -> None:
         if not argument:
             raise ValueError("the replay judge needs a run directory: "
                              "--imagetime-judge=replay:reports/MODEL/JUDGE")
-        self.source = Path(argument).expanduser().resolve()
+        self.source = spec_path(argument, options.spec_dir if options else None).resolve()
         if not (self.source / "judgments").is_dir():
             raise ValueError(f"replay: {self.source} holds no judgments/ directory (give a run "
                              "directory such as reports/procedural/vlm)")
@@ -47,7 +48,7 @@ class ReplayJudge:
         Looked up once: config() is asked for on every item."""
         for path in sorted((self.source / "judgments").glob("*.json"))[:1]:
             try:
-                return str(json.loads(path.read_text())["judgment"]["judge_model"])
+                return str(json.loads(path.read_text(encoding="utf-8"))["judgment"]["judge_model"])
             except (OSError, ValueError, KeyError, TypeError):
                 break
         return "unknown"

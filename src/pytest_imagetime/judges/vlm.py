@@ -49,24 +49,30 @@ from .prompt import (
     system_prompt,
 )
 
+NO_CALLS = "made for a session that makes no calls (--collect-only, --imagetime-dry-run)"
+OFFLINE_HINT = "to score offline use --imagetime-judge=pixel"
+
 
 class InvalidAnswer(JudgeError):
     """The judge answered, but not with a usable judgment: worth asking again."""
 
 
 def _openai() -> Any:
-    return load_sdk("the vlm judge")
+    return load_sdk("the vlm judge", OFFLINE_HINT)
 
 
 def endpoint_for(options: JudgeOptions, api_key: str | None, who: str = "the judge endpoint",
                  **hints: str) -> Endpoint:
     """The judge options' endpoint: its client, checks, retries and breaker."""
     config = EndpointConfig(
-        who=who, model=options.model,
-        base_url=options.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        who=who, model=options.model, base_url=_base_url(options),
         api_key=api_key, key_env=options.key_env, timeout_s=options.timeout_s,
         retries=options.retries, headers=dict(options.headers), **hints)
     return Endpoint(config, error=JudgeError, bad_body=InvalidAnswer)
+
+
+def _base_url(options: JudgeOptions) -> str | None:
+    return options.base_url or os.environ.get("OPENAI_BASE_URL") or None
 
 
 def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
@@ -101,16 +107,20 @@ class VlmJudge:
     def __init__(self, argument: str | None = None, *,
                  options: JudgeOptions | None = None) -> None:
         self.options = options or JudgeOptions()
-        # Imported here, at start-up: a missing package stops the run before any image is
-        # generated, and judge threads do not queue on the first import.
-        _openai()
         self.model = argument or self.options.model
         if self.model != self.options.model:
             self.options = dataclasses.replace(self.options, model=self.model)
-        self.api_key = self._api_key()
         self.price: Price | None = price_for(self.model, self.options.price_per_mtok,
                                              self.options.prices_file)
-        self.endpoint = endpoint_for(self.options, self.api_key)
+        self.api_key: str | None = None
+        self._endpoint: Endpoint | None = None
+        if not self.options.calls:  # it only names, describes and prices its judgments
+            return
+        # Imported here, at start-up: a missing package stops the run before any image is
+        # generated, and judge threads do not queue on the first import.
+        _openai()
+        self.api_key = self._api_key()
+        self._endpoint = endpoint_for(self.options, self.api_key)
 
     def _api_key(self) -> str | None:
         env = self.options.key_env
@@ -147,7 +157,13 @@ class VlmJudge:
     @property
     def base_url(self) -> str | None:
         """The endpoint as shown and stored: credentials in it are masked."""
-        return safe_url(self.endpoint.config.base_url)
+        return safe_url(_base_url(self.options))
+
+    @property
+    def endpoint(self) -> Endpoint:
+        if self._endpoint is None:
+            raise JudgeError(f"the vlm judge was {NO_CALLS}")
+        return self._endpoint
 
     def client(self) -> Any:
         """One client for every judge thread (it is thread-safe and pools connections)."""
@@ -270,7 +286,7 @@ class VlmJudge:
 
     def _redact(self, text: str) -> str:
         """The key never leaves this object: not in errors, logs or reports."""
-        return self.endpoint.redact(text)
+        return text if self._endpoint is None else self._endpoint.redact(text)
 
 
 def usage_tokens(response: Any) -> tuple[int, int, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..rubric import Setting
@@ -85,6 +86,12 @@ class ModelOptions:
     headers: Mapping[str, str] = field(default_factory=dict)  # hosted backends: extra headers
     # --imagetime-model-process: draw in a child process (auto: backends that draw on a GPU)
     process: str = "auto"
+    # False in a session that makes no calls (--collect-only, --imagetime-dry-run, ...): a
+    # hosted backend then needs neither its package nor its key.
+    calls: bool = True
+    # The folder a relative path in a spec's argument (files:DIR, replay:DIR) is relative to:
+    # the ini file's when the spec came from it; None: the working directory.
+    spec_dir: Path | None = None
 
     def device(self) -> str | None:
         """This process's torch device ("cuda:1", "cpu"); None: the backend's default. Asks

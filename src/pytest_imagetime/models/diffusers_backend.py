@@ -472,7 +472,8 @@ def _folder_class(folder: Path) -> str | None:
     import json
 
     try:
-        found = json.loads((folder / "model_index.json").read_text()).get("_class_name")
+        found = json.loads((folder / "model_index.json").read_text(
+            encoding="utf-8")).get("_class_name")
     except (OSError, ValueError, AttributeError):
         return None
     return found if isinstance(found, str) else None

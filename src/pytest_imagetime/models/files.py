@@ -11,8 +11,9 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from ..registry import spec_path
 from ..store import sha256_bytes
-from .base import Generated, GenerationRequest, ModelError
+from .base import Generated, GenerationRequest, ModelError, ModelOptions
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 
@@ -24,10 +25,11 @@ class FilesModel:
     # the run's reference.
     accepts_reference = True
 
-    def __init__(self, argument: str | None = None) -> None:
+    def __init__(self, argument: str | None = None, *,
+                 options: ModelOptions | None = None) -> None:
         if not argument:
             raise ValueError("the files model needs a directory: --imagetime-model=files:DIR")
-        self.directory = Path(argument).expanduser()
+        self.directory = spec_path(argument, options.spec_dir if options else None)
         if not self.directory.is_dir():
             raise ValueError(f"files model: {str(self.directory)!r} is not a directory")
         self._spec = f"files:{argument}"

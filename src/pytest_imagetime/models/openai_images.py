@@ -28,6 +28,7 @@ from typing import Any
 
 from PIL import Image
 
+from ..judges.vlm import NO_CALLS
 from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
 from ..openai_client import Endpoint, EndpointConfig, Failure, load_sdk, safe_url
 from ..probe.ask import api_key
@@ -96,7 +97,8 @@ class ImagesEndpoint(Endpoint):
 
 @functools.cache
 def shipped_prices() -> dict[str, Price]:
-    text = resources.files("pytest_imagetime").joinpath("data/image_prices.json").read_text()
+    text = resources.files("pytest_imagetime").joinpath("data/image_prices.json").read_text(
+        encoding="utf-8")
     return {str(model): {str(kind): float(usd) for kind, usd in entry.items()}
             for model, entry in json.loads(text)["prices"].items()}
 
@@ -179,18 +181,21 @@ class OpenAIImagesModel:
     def __init__(self, argument: str | None = None, *, name: str = "openai-images",
                  options: ModelOptions | None = None) -> None:
         self.options = options or ModelOptions()
-        # Imported at start-up: a missing package stops the run before any case runs.
-        self._sdk = _openai()
         target, overrides = split_argument(argument)
         self.model = target or DEFAULT_MODEL
         self.overrides: dict[str, Any] = parse_overrides(overrides, OVERRIDES, name)
         self._spec = f"{name}:{argument}" if argument else name
-        self.api_key = self._api_key()
         self.price = price_for(self.model)
+        self.api_key: str | None = None
+        self._endpoint: ImagesEndpoint | None = None
+        if not self.options.calls:  # it only names and describes its sheets
+            return
+        # Imported at start-up: a missing package stops the run before any case runs.
+        self._sdk = _openai()
+        self.api_key = self._api_key()
         # One client for every generating thread: it is thread-safe and pools connections.
-        self.endpoint = ImagesEndpoint(EndpointConfig(
-            who="the images endpoint", model=self.model,
-            base_url=self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        self._endpoint = ImagesEndpoint(EndpointConfig(
+            who="the images endpoint", model=self.model, base_url=self._base_url(),
             api_key=self.api_key, key_env=self.options.key_env,
             timeout_s=self.options.timeout_s, retries=self.options.retries,
             headers=dict(self.options.headers), base_url_option="--imagetime-model-base-url",
@@ -208,10 +213,19 @@ class OpenAIImagesModel:
     def name(self) -> str:
         return self._spec
 
+    def _base_url(self) -> str | None:
+        return self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
     @property
     def base_url(self) -> str | None:
         """The endpoint as shown and stored: credentials in it are masked."""
-        return safe_url(self.endpoint.config.base_url)
+        return safe_url(self._base_url())
+
+    @property
+    def endpoint(self) -> ImagesEndpoint:
+        if self._endpoint is None:
+            raise ModelError(f"the openai-images model was {NO_CALLS}")
+        return self._endpoint
 
     @property
     def concurrency(self) -> int:
@@ -248,6 +262,8 @@ class OpenAIImagesModel:
         return fields
 
     def generate(self, *, request: GenerationRequest) -> Generated:
+        if self._endpoint is None:
+            raise ModelError(f"the openai-images model was {NO_CALLS}")
         started = time.perf_counter()
         response, request_id = self._call(request)
         raw, delivery, count = self._first_image(response)
@@ -329,4 +345,4 @@ class OpenAIImagesModel:
 
     def _redact(self, text: str) -> str:
         """The key never leaves this object: not in errors, logs or reports."""
-        return self.endpoint.redact(text)
+        return text if self._endpoint is None else self._endpoint.redact(text)

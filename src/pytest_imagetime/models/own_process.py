@@ -46,7 +46,12 @@ from .base import (
 
 if TYPE_CHECKING:
     import queue
-    from multiprocessing.connection import Connection
+    import sys
+
+    if sys.platform == "win32":  # Pipe() gives named-pipe connections there
+        from multiprocessing.connection import PipeConnection as Connection
+    else:
+        from multiprocessing.connection import Connection
 
 PROCESS_CHOICES = ("auto", "on", "off")
 STOP = None  # the message that ends the child

@@ -21,9 +21,16 @@ import jsonschema
 
 from ..judges.base import JudgeOptions
 from ..judges.prices import Price, known_cost, price_for
-from ..judges.vlm import InvalidAnswer, _openai, endpoint_for, message_content, usage_tokens
+from ..judges.vlm import (
+    NO_CALLS,
+    InvalidAnswer,
+    _openai,
+    endpoint_for,
+    message_content,
+    usage_tokens,
+)
 from ..judgment import JudgeError
-from ..openai_client import safe_url
+from ..openai_client import Endpoint, safe_url
 
 JSON = Any
 # Checks an answer beyond its schema (ids all present, labels once each); returns a problem.
@@ -64,14 +71,26 @@ class JsonAsker:
     def __init__(self, options: JudgeOptions, *, who: str, key_hint: str,
                  hints: Mapping[str, str] | None = None) -> None:
         self.options = options
-        _openai()
+        self.who = who
         self.model = options.model
-        self.api_key = api_key(options.key_env, who, key_hint)
         self.price: Price | None = price_for(self.model, options.price_per_mtok,
                                              options.prices_file)
-        self.endpoint = endpoint_for(options, self.api_key, who="the endpoint", **(hints or {}))
         # As shown and stored: credentials in the URL are masked.
-        self.base_url = safe_url(self.endpoint.config.base_url)
+        self.base_url = safe_url(options.base_url or os.environ.get("OPENAI_BASE_URL") or None)
+        self.api_key: str | None = None
+        self._endpoint: Endpoint | None = None
+        if not options.calls:  # its judge only names, describes and prices its judgments
+            return
+        _openai()
+        self.api_key = api_key(options.key_env, who, key_hint)
+        self._endpoint = endpoint_for(options, self.api_key, who="the endpoint",
+                                      **(hints or {}))
+
+    @property
+    def endpoint(self) -> Endpoint:
+        if self._endpoint is None:
+            raise JudgeError(f"{self.who} was {NO_CALLS}")
+        return self._endpoint
 
     def ask(self, messages: list[dict[str, JSON]], name: str, schema: Mapping[str, JSON],
             check: Check | None = None) -> Answer:
@@ -104,7 +123,7 @@ class JsonAsker:
 
     def redact(self, text: str) -> str:
         """The key never leaves this object: not in errors, logs or reports."""
-        return self.endpoint.redact(text)
+        return text if self._endpoint is None else self._endpoint.redact(text)
 
 
 def message_text(response: Any) -> str:

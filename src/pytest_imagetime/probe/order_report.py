@@ -146,7 +146,7 @@ def build_report(runs: Sequence[ProbedRun], outcomes: Sequence[Outcome],
 @functools.cache
 def report_schema() -> dict[str, Any]:
     text = resources.files("pytest_imagetime").joinpath(
-        "schemas/order_probe.schema.json").read_text()
+        "schemas/order_probe.schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

@@ -32,7 +32,8 @@ _LIBRARIES = ("pytest", "numpy", "pillow", "jsonschema", "pyyaml", "pytest-xdist
 
 @functools.cache
 def report_schema() -> dict[str, Any]:
-    text = resources.files("pytest_imagetime").joinpath("schemas/report.schema.json").read_text()
+    text = resources.files("pytest_imagetime").joinpath("schemas/report.schema.json").read_text(
+        encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

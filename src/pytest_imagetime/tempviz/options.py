@@ -6,6 +6,7 @@ import pytest
 
 CATEGORIES: tuple[str, ...] = ("Animals", "Artworks", "Buildings", "Landscapes", "Maps")
 STYLES: tuple[str, ...] = ("simple", "instructed")  # judge prompting
+TEMPVIZ_OPTIONS: tuple[str, ...] = ("tempviz-data", "tempviz-style", "tempviz-examples")
 
 
 def add_tempviz_options(parser: pytest.Parser) -> None:

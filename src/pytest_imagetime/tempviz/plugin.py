@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ..options import parse_options
-from .options import add_tempviz_options
+from ..options import parse_options, registered
+from .options import TEMPVIZ_OPTIONS, add_tempviz_options
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -19,7 +19,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if not registered(config, "imagetime_model"):
+        # -p no:imagetime: the suite is chosen and run through the imagetime plugin's options
+        for name in TEMPVIZ_OPTIONS:
+            if config.getoption("imagetime_" + name.replace("-", "_")) is not None:
+                raise pytest.UsageError(f"--imagetime-{name}: the TempViz suite runs through "
+                                        "the imagetime plugin, which -p no:imagetime "
+                                        "disabled")
+        return
+    if config.option.help:  # the options are listed whatever the ini file holds
+        return
     options = parse_options(config)
+    if getattr(config.option, "markers", False):  # --markers lists ours and runs nothing
+        from .session import register_markers
+
+        register_markers(config)
+        return
     if options.suite != "tempviz":
         return
     from .session import start

@@ -35,7 +35,7 @@ ANSWER_COLUMNS: tuple[str, ...] = ("model", "judge", "id", "category", "index",
 @functools.cache
 def report_schema() -> dict[str, Any]:
     text = resources.files("pytest_imagetime").joinpath(
-        "schemas/tempviz_report.schema.json").read_text()
+        "schemas/tempviz_report.schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

@@ -22,7 +22,7 @@ from ..inventory import slug
 from ..item_error import ItemError
 from ..markers import Markers
 from ..models.base import ImageModel
-from ..options import Options
+from ..options import Options, for_session, option_path
 from ..pipeline import CostBudget
 from ..registry import MODELS, UnknownBackend
 from ..runner import now
@@ -56,9 +56,10 @@ def _raw(config: pytest.Config, name: str) -> str | None:
     return str(value) if value else None
 
 
-def _path(config: pytest.Config, raw: str) -> Path:
-    path = Path(raw).expanduser()
-    return path if path.is_absolute() else config.invocation_params.dir / path
+def _path(config: pytest.Config, name: str) -> Path:
+    path = option_path(config, name)
+    assert path is not None  # asked for only once the option's value is known
+    return path
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def parse_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--imagetime-suite=tempviz needs the prompt tables: "
                                 "--imagetime-tempviz-data=DIR (the directory holding "
                                 f"{', '.join(c + '.csv' for c in CATEGORIES)})")
-    data_dir = _path(config, raw)
+    data_dir = _path(config, "tempviz-data")
     try:
         check_directory(data_dir)
     except ValueError as exc:
@@ -87,7 +88,7 @@ def parse_settings(config: pytest.Config) -> Settings:
     examples = None
     if examples_raw is not None:
         try:
-            examples = load_examples(_path(config, examples_raw), data_dir, style)
+            examples = load_examples(_path(config, "tempviz-examples"), data_dir, style)
         except ExamplesError as exc:
             raise pytest.UsageError(f"--imagetime-tempviz-examples={examples_raw}: {exc}"
                                     ) from None
@@ -138,7 +139,8 @@ def start(config: pytest.Config, options: Options) -> None:
     if options.dry_run:  # a dry run only counts: no workers to start
         config.option.dist = "no"
         config.option.numprocesses = None
-    _register_markers(config)
+    options = for_session(config, options)
+    register_markers(config)
     session = TempvizSession(config, options, settings)
     config.stash[session_key] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
@@ -147,7 +149,7 @@ def start(config: pytest.Config, options: Options) -> None:
         config.args = [str(settings.data_dir)]
 
 
-def _register_markers(config: pytest.Config) -> None:
+def register_markers(config: pytest.Config) -> None:
     lines = ["tempviz: a TempViz item"]
     lines += [f"tempviz_{slug(c)}: TempViz items of category {c}" for c in CATEGORIES]
     lines += [f"tempviz_{slug(p)}: TempViz items of prompt category {p}"
