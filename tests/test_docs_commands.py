@@ -17,6 +17,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,7 +116,10 @@ def documented_commands() -> list[Command]:
 
 
 COMMANDS = documented_commands()
-PYTEST = [c for c in COMMANDS if c.pytest_args is not None and "..." not in c.argv]
+# The project's own test suite (``pytest tests/...``) is run by CI, not parsed here: its
+# options live in its conftest.
+PYTEST = [c for c in COMMANDS if c.pytest_args is not None and "..." not in c.argv
+          and not any(word.startswith("tests/") for word in c.argv)]
 IMAGETIME = [c for c in COMMANDS if c.argv[0] == "imagetime"]
 
 
@@ -163,11 +167,26 @@ def test_every_document_the_readme_names_exists() -> None:
 
 # ------------------------------------------------------------------ each command parses
 
+# A batch system's task, as a command with --imagetime-shard=auto sees it: task 1 of a Slurm
+# array 1-4.
+BATCH_TASK = {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "1",
+              "SLURM_ARRAY_TASK_MAX": "4", "SLURM_ARRAY_TASK_COUNT": "4"}
+
+
+@contextlib.contextmanager
+def _as_batch_task() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in BATCH_TASK.items():
+            patch.setenv(name, value)
+        yield
+
+
 def _parsed(pytester: pytest.Pytester, command: Command) -> Options:
     args = command.pytest_args
     assert args is not None
     try:
-        return parse_options(pytester.parseconfig(*args))
+        with _as_batch_task():
+            return parse_options(pytester.parseconfig(*args))
     except pytest.UsageError as exc:
         pytest.fail(f"{command.where}: {shlex.join(command.argv)}: {exc}")
 
@@ -220,7 +239,8 @@ def test_offline_commands_collect_on_a_machine_without_the_checkout(
     for command in offline:
         args = command.pytest_args
         assert args is not None
-        result = pytester.runpytest(*args, "--collect-only", "-q", "-p", "no:cacheprovider")
+        with _as_batch_task():
+            result = pytester.runpytest(*args, "--collect-only", "-q", "-p", "no:cacheprovider")
         assert result.ret == pytest.ExitCode.OK, f"{command.where}: {result.stdout.str()}"
         counts = re.findall(r"(\d+) tests? collected", result.stdout.str())
         assert counts and int(counts[-1]) > 0, f"{command.where}: nothing collected"
