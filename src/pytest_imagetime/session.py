@@ -7,6 +7,7 @@ Workers under xdist run items; only the controller writes reports.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -140,6 +141,8 @@ class ImagetimeSession:
         self._looked_up: dict[str, Result | None] = {}
         self.markers = Markers(config)
         self.gate_results: list[GateResult] = []
+        self.retired_baselines: list[Path] = []
+        self._baseline_found: dict[str, Path] = {}  # the report each run is gated on
         self.baselines = self._load_baselines()
         self.progress = Progress(options.progress_every_s, self._write_line)
         self._outcomes: dict[str, tuple[str, str]] = {}
@@ -284,6 +287,8 @@ class ImagetimeSession:
         self.progress.expect(sum(is_case_nodeid(i) for i in ids))
 
     def _baseline_path(self, spec: RunSpec) -> Path | None:
+        """Where this run's baseline is written: the report file given, or the run's own
+        place in the baseline directory."""
         base = self.options.baseline
         if base is None:
             return None
@@ -291,23 +296,50 @@ class ImagetimeSession:
             return base
         return base / spec.paths.run_dir.relative_to(self.options.out) / "report.json"
 
+    def _find_baseline(self, spec: RunSpec) -> Path | None:
+        """The report this run is gated on: its own, or the baseline directory's one run of
+        its judge and setting whatever its model is called (a new checkpoint's new spec)."""
+        from .baseline_runs import AmbiguousBaseline, baseline_report
+
+        base = self.options.baseline
+        own = self._baseline_path(spec)
+        if base is None or own is None or own == base:
+            return own
+        try:
+            return baseline_report(base, spec.paths.run_dir.relative_to(self.options.out),
+                                   spec.setting)
+        except AmbiguousBaseline as exc:
+            if self.options.update_baseline:
+                return None  # being written now: nothing to compare with
+            raise pytest.UsageError(f"--imagetime-baseline={base}: {exc}; "
+                                    f"{exc.how_to_pick('--imagetime-baseline={report}')}") from None
+
     def _load_baselines(self) -> dict[str, dict[str, Any]]:
         """Baseline reports by run directory; a missing one is an error unless it is being
         written now."""
+        from .baseline_runs import judges_present
+
         found: dict[str, dict[str, Any]] = {}
-        if self.options.baseline is None:
+        base = self.options.baseline
+        if base is None:
             return found
         for spec in self.runs.values():
-            path = self._baseline_path(spec)
-            assert path is not None
-            report = read_json(path)
+            path = self._find_baseline(spec)
+            report = None if path is None else read_json(path)
             if report is None:
                 if self.options.update_baseline:
                     continue
+                wanted = path or self._baseline_path(spec)
+                held = judges_present(base) if base.is_dir() else []
+                others = (f"; it holds runs of other judges or settings only: "
+                          f"{', '.join(held)}" if held else "")
                 raise pytest.UsageError(
-                    f"--imagetime-baseline={self.options.baseline}: no readable baseline report "
-                    f"at {path} (--imagetime-update-baseline writes one)")
+                    f"--imagetime-baseline={base}: no readable baseline report "
+                    f"at {wanted} for {_run_label(spec)}{others} "
+                    f"(--imagetime-update-baseline writes one)")
             found[str(spec.paths.run_dir)] = report
+            assert path is not None
+            self._baseline_found[str(spec.paths.run_dir)] = path
         return found
 
     def _mark_known_failures(self, items: list[pytest.Item]) -> None:
@@ -399,6 +431,7 @@ class ImagetimeSession:
                 target = self._baseline_path(spec)
                 assert target is not None
                 write_report(target, report)
+                self._retire_superseded_baseline(spec, target)
         if self.options.html is not None and self.reports:
             self._write_html(self.options.html)
         self._write_galleries()
@@ -411,6 +444,22 @@ class ImagetimeSession:
         # the session (other plugins' summaries, their imports) reuses the items' memory.
         self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
                         for path, report in self.reports]
+
+    def _retire_superseded_baseline(self, spec: RunSpec, written: Path) -> None:
+        """A candidate gated on another model's run of the baseline directory replaces it
+        there: the directory keeps one run of the judge, so the next checkpoint finds it."""
+        found = self._baseline_found.get(str(spec.paths.run_dir))
+        if found is None or found == written or not found.is_file():
+            return
+        # Only a report alone in its folder, as the update writes them: never a run
+        # directory with its judgments (a baseline pointed at an output directory).
+        if any(entry.name != found.name for entry in found.parent.iterdir()):
+            return
+        found.unlink()
+        for folder in (found.parent, found.parent.parent):
+            with contextlib.suppress(OSError):  # not empty: another judge's run is there
+                folder.rmdir()
+        self.retired_baselines.append(found)
 
     def _write_reports(self) -> None:
         """Each run's report of the items this session ran, compared with its baseline."""
@@ -513,6 +562,8 @@ class ImagetimeSession:
                 tr.write_line(line)
         if self.options.update_baseline and self.options.baseline is not None:
             tr.write_line(f"baseline updated: {self.options.baseline}")
+            for retired in self.retired_baselines:
+                tr.write_line(f"baseline replaced: {retired} (removed)")
 
 
 def _run_label(spec: RunSpec) -> str:
