@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
-from .failure_text import PlainFailures
+from .failure_text import PlainFailures, report_text
 from .inventory import slug
 from .item_error import ItemError
 from .markers import Markers
@@ -150,6 +150,7 @@ class ImagetimeSession:
         self.messages: dict[str, str] = {}
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
+        self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
 
     @property
     def pipeline(self) -> Pipeline:
@@ -221,6 +222,7 @@ class ImagetimeSession:
         items[:] = []
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._pytest_junit = pytest_junit_of(self.config)
         if self.options.canaries and not self.options.dry_run \
                 and not _is_xdist_worker(self.config):
             from .canaries import run_canaries  # draws sheets: numpy only when asked for
@@ -239,16 +241,16 @@ class ImagetimeSession:
             report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
         return report
 
+    # First: pytest's own JUnit file takes a case's properties from its teardown report.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if _is_xdist_worker(self.config):
             return
         if report.when == "setup" and report.failed:
-            self._outcomes[report.nodeid] = ("error", report.longreprtext)
+            self._outcomes[report.nodeid] = ("error", report_text(report))
         elif report.when == "call":
             status = "passed" if report.passed else "failed"
-            # A passed item has no text; rendering its absence still costs a writer.
-            text = "" if report.longrepr is None else report.longreprtext
-            self._outcomes[report.nodeid] = (status, text)
+            self._outcomes[report.nodeid] = (status, report_text(report))
         elif report.when == "teardown":
             self._finish_item(report)
 
@@ -268,6 +270,8 @@ class ImagetimeSession:
         else:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
+        if self._pytest_junit is not None:
+            self._pytest_junit.case(report, record)
         self.progress.item(record.overall, record.status == "error",
                            record.cost_usd if record.judged else 0.0)
         if text:
@@ -439,7 +443,11 @@ class ImagetimeSession:
             from .report.junit import write_junit_items
 
             write_junit_items(self.options.junit, [report["items"] for _, report in self.reports],
-                              self.messages)
+                              self.messages, case_properties=junit_family(self.config) == "xunit1",
+                              reports=[report for _, report in self.reports],
+                              root=self.config.invocation_params.dir)
+        if self._pytest_junit is not None:
+            self._pytest_junit.runs([report for _, report in self.reports])
         # Everything is written: only the summary's part of each report stays, so the end of
         # the session (other plugins' summaries, their imports) reuses the items' memory.
         self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
@@ -564,6 +572,66 @@ class ImagetimeSession:
             tr.write_line(f"baseline updated: {self.options.baseline}")
             for retired in self.retired_baselines:
                 tr.write_line(f"baseline replaced: {retired} (removed)")
+
+
+def junit_family(config: pytest.Config) -> str:
+    try:
+        return str(config.getini("junit_family"))
+    except ValueError:  # pytest's junitxml plugin is off (-p no:junitxml)
+        return "xunit2"
+
+
+def pytest_junit_of(config: pytest.Config) -> PytestJunit | None:
+    """What this plugin adds to pytest's own ``--junitxml`` file, when one is written."""
+    if _is_xdist_worker(config):
+        return None
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - every supported pytest has it
+        return None
+    logxml = config.stash.get(xml_key, None)
+    if logxml is None:
+        return None
+    return PytestJunit(logxml, junit_family(config), config.invocation_params.dir)
+
+
+class PytestJunit:
+    """pytest's own JUnit file, kept to the JUnit schema Jenkins' xUnit plugin validates
+    with: each case's ``imagetime.*`` properties carry its outcome (not the ``pending`` a
+    worker sends) and stay inside ``<testcase>`` only under ``junit_family=xunit1``, where
+    that schema does not apply; its scores go to its ``<system-out>``, each run's aggregate
+    to the suite's properties."""
+
+    def __init__(self, logxml: Any, family: str, root: Path) -> None:
+        self.logxml = logxml
+        self.family = family
+        self.root = root
+
+    def case(self, report: pytest.TestReport, record: ItemRecord) -> None:
+        import xml.etree.ElementTree as ET
+
+        from _pytest.junitxml import bin_xml_escape
+
+        from .report.junit import case_output
+
+        kept = [(k, v) for k, v in report.user_properties if not k.startswith("imagetime.")]
+        if self.family == "xunit1":
+            kept.extend(record.to_properties())
+        report.user_properties = kept
+        output = ET.Element("system-out")
+        output.text = bin_xml_escape(case_output(record, self.root))
+        self.logxml.node_reporter(report).append(output)
+
+    def runs(self, reports: list[dict[str, Any]]) -> None:
+        from .report.junit import run_properties
+
+        for report in reports:
+            manifest = report["manifest"]
+            run = with_setting(manifest["model"]["spec"], manifest["setting"])
+            for name, value in run_properties(report):
+                suffix = name.removeprefix("imagetime.")
+                self.logxml.add_global_property(
+                    f"imagetime[{run}|{manifest['judge']['name']}].{suffix}", value)
 
 
 def _run_label(spec: RunSpec) -> str:
