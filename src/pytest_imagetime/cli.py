@@ -11,6 +11,7 @@ from pathlib import Path
 from . import __version__
 from .agreement.command import add_parser as agree_parser
 from .baselines.command import add_parser as baseline_parser
+from .case_copy import cases_parser
 from .cases import builtin_cases_dir
 from .labels.command import add_parser as label_parser
 from .lint import lint_paths
@@ -202,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Compare runs scored by different judges or rubrics.")
     comp.set_defaults(func=_compare)
     agree_parser(sub)
+    cases_parser(sub)
     baseline_parser(sub)
     label_parser(sub)
     probe_commands(sub)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import shlex
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
     from .runner import ItemOutcome, Sheet
 
 PLUGIN_NAME = "imagetime-session"
+# The options that decide what a case's rerun draws, judges and asserts.
+RERUN_OPTIONS = ("judge", "setting", "grid", "size", "seed", "pass-threshold", "out",
+                 "judge-model", "judge-base-url", "judge-key-env", "judge-repeats",
+                 "reference-dir", "reference-model", "model-base-url", "model-key-env")
 session_key = pytest.StashKey["ImagetimeSession"]()
 
 
@@ -63,6 +68,25 @@ def start(config: pytest.Config, options: Options) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: a benchmark run collects the packaged cases and nothing else.
         config.args = [str(builtin_cases_dir())]
+    else:
+        config.args = [packaged_argument(arg, config.invocation_params.dir)
+                       for arg in config.args]
+
+
+def packaged_argument(arg: str, here: Path) -> str:
+    """A path or node id of a packaged case file, as runs print them (``kitchen.yaml::ID[M]``,
+    ``cases/kitchen.yaml``), made to name the packaged file when no such file is here: the
+    node ids a run prints then work in any directory, not only in a source checkout."""
+    path, sep, rest = arg.partition("::")
+    if not path.endswith((".yaml", ".yml")) or (here / path).exists():
+        return arg
+    name = Path(path)
+    if len(name.parts) == 2 and name.parts[0] == "cases":
+        name = Path(name.name)
+    if len(name.parts) != 1:
+        return arg
+    packaged = builtin_cases_dir() / name
+    return f"{packaged}{sep}{rest}" if packaged.is_file() else arg
 
 
 def _register_markers(config: pytest.Config) -> None:
@@ -190,7 +214,10 @@ class ImagetimeSession:
         if file_path.suffix not in (".yaml", ".yml"):
             return None
         if parent.session.isinitpath(file_path) or looks_like_case_file(file_path):
-            return CaseFile.from_parent(parent, path=file_path)
+            nodeid = _packaged_nodeid(file_path, self.config.rootpath)
+            if nodeid is None:
+                return CaseFile.from_parent(parent, path=file_path)
+            return CaseFile.from_parent(parent, path=file_path, nodeid=nodeid)
         return None
 
     @pytest.hookimpl(trylast=True)
@@ -239,6 +266,8 @@ class ImagetimeSession:
         if call.when == "setup" and call.excinfo is not None \
                 and call.excinfo.errisinstance(ItemError):
             report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
+            if isinstance(item, CaseItem):
+                report.longrepr += f"\n  rerun alone: {item.rerun_command()}"
         return report
 
     # First: pytest's own JUnit file takes a case's properties from its teardown report.
@@ -634,6 +663,23 @@ class PytestJunit:
                     f"imagetime[{run}|{manifest['judge']['name']}].{suffix}", value)
 
 
+def _packaged_nodeid(path: Path, rootpath: Path) -> Any:
+    """A packaged case file outside the rootdir is ``<file name>`` however it was named (the
+    packaged directory, or the file itself): node ids stay the same, and resolve anywhere
+    (``packaged_argument``). None for every other file: pytest's own id."""
+    if path.is_relative_to(rootpath):
+        return None
+    try:
+        relative = path.relative_to(builtin_cases_dir()).as_posix()
+    except ValueError:
+        return None
+    try:
+        from _pytest.nodeid import NodeId  # pytest >= 9.2 takes only a NodeId here
+    except ImportError:
+        return relative
+    return NodeId(path=relative)
+
+
 def _run_label(spec: RunSpec) -> str:
     return f"{with_setting(spec.model.name, spec.setting, spec.grid)} | {spec.judge.name}"
 
@@ -651,10 +697,19 @@ class CaseFile(PlainFailures, pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         session: ImagetimeSession = self.config.stash[session_key]
         cases = load_case_file(self.path, display=self.nodeid or self.path.name)
+        structured = hasattr(self, "id")  # pytest >= 9.2 keeps node ids as NodeId
         for case in cases:
             for spec, run in session.runs.items():
-                name = f"{case.id}[{with_setting(spec, run.setting, run.grid)}]"
-                yield CaseItem.from_parent(self, name=name, case=case, run=run)
+                run_name = with_setting(spec, run.setting, run.grid)
+                name = f"{case.id}[{run_name}]"
+                if structured:
+                    # The model as the id's parameters, as pytest parses "file::case[model]"
+                    # back from its cache: --lf and --ff then find the item again.
+                    yield CaseItem.from_parent(self, name=name, case=case, run=run,
+                                               nodeid=self.id.child(case.id)
+                                               .with_params(run_name))
+                else:
+                    yield CaseItem.from_parent(self, name=name, case=case, run=run)
 
 
 
@@ -765,6 +820,27 @@ class CaseItem(PlainFailures, pytest.Item):
         if unmet:
             raise ConditionsNotMet(explain(self.case, self.outcome, unmet))
 
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        shown = super().repr_failure(excinfo, style)
+        if isinstance(shown, str) and isinstance(excinfo.value, ConditionsNotMet):
+            return f"{shown}\n  rerun alone: {self.rerun_command()}"
+        return shown
+
+    def rerun_command(self) -> str:
+        """A command that runs this case alone with this run's model, judge and scoring, in
+        any directory (``packaged_argument``), reusing what the run stored."""
+        from .options import _raw
+
+        session: ImagetimeSession = self.config.stash[session_key]
+        spec = next(s for s, run in session.runs.items() if run is self.run)
+        words = ["pytest", self.nodeid, f"--imagetime-model={spec}"]
+        for name in RERUN_OPTIONS:
+            value = _raw(self.config, name)
+            if value is not None:
+                words.append(f"--imagetime-{name}={value}")
+        return shlex.join(words)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1
