@@ -605,9 +605,10 @@ class ImagetimeSession:
 
 def junit_family(config: pytest.Config) -> str:
     try:
-        return str(config.getini("junit_family"))
+        family = str(config.getini("junit_family"))
     except ValueError:  # pytest's junitxml plugin is off (-p no:junitxml)
         return "xunit2"
+    return "xunit1" if family == "legacy" else family  # as pytest reads its alias
 
 
 def pytest_junit_of(config: pytest.Config) -> PytestJunit | None:
