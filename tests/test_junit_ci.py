@@ -9,10 +9,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_imagetime.cases import builtin_cases_dir
+from pytest_imagetime.record import ItemRecord
+from pytest_imagetime.report.junit import case_output, write_junit
 
 from .junit_schema import assert_valid_junit, violations
+from .test_record import records
 
 MODELS = ("--imagetime-model=procedural", "--imagetime-model=procedural:shuffled")
 
@@ -145,3 +150,22 @@ def test_an_item_error_reads_as_an_error_on_both(pytester: pytest.Pytester,
         assert case.find("error") is not None
         out = case.findtext("system-out", "")
         assert ": error: model files:" in out and "no image for case" in out, name
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(records, max_size=8, unique_by=lambda r: r.key),
+       st.text(st.characters(codec="utf-8", exclude_characters="\r")))
+def test_any_records_give_a_valid_file_that_shows_each_cases_scores(
+        tmp_path: Path, listed: list[ItemRecord], message: str) -> None:
+    path = tmp_path / "junit.xml"
+    write_junit(path, listed, {r.key: message for r in listed[::2]})
+    root = assert_valid_junit(path)
+    shown = {case.get("name"): case.findtext("system-out", "") for case in root.iter("testcase")}
+    assert len(shown) == len(listed)
+    for record in listed:
+        # As XML reads text back: line ends as "\n", what it cannot hold as "?".
+        text = case_output(record).replace("\r\n", "\n").replace("\r", "\n")
+        expected = "".join("?" if (ord(c) < 32 and c not in "\t\n") or c in "\ufffe\uffff"
+                           else c for c in text)
+        assert shown[f"{record.case_id}[{record.model}]"] == expected
