@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .pipeline import Job, Pipeline, Result
     from .record import ItemRecord
     from .references import References
+    from .report.pytest_junit import PytestJunit
     from .runner import ItemOutcome, Sheet
 
 PLUGIN_NAME = "imagetime-session"
@@ -249,6 +250,8 @@ class ImagetimeSession:
         items[:] = []
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .report.pytest_junit import pytest_junit_of
+
         self._pytest_junit = pytest_junit_of(self.config)
         if self.options.canaries and not self.options.dry_run \
                 and not _is_xdist_worker(self.config):
@@ -300,7 +303,10 @@ class ImagetimeSession:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
         if self._pytest_junit is not None:
-            self._pytest_junit.case(report, record)
+            from .report.junit import case_output
+
+            self._pytest_junit.case(report, "imagetime.", record.to_properties(),
+                                    case_output(record, self.config.invocation_params.dir))
         self.progress.item(record.overall, record.status == "error",
                            record.cost_usd if record.judged else 0.0)
         if text:
@@ -470,13 +476,18 @@ class ImagetimeSession:
         self._write_galleries()
         if self.options.junit is not None and self.reports:
             from .report.junit import write_junit_items
+            from .report.pytest_junit import junit_family
 
             write_junit_items(self.options.junit, [report["items"] for _, report in self.reports],
-                              self.messages, case_properties=junit_family(self.config) == "xunit1",
+                              self.messages,
+                              case_properties=junit_family(self.config) == "xunit1",
                               reports=[report for _, report in self.reports],
                               root=self.config.invocation_params.dir)
         if self._pytest_junit is not None:
-            self._pytest_junit.runs([report for _, report in self.reports])
+            from .report.junit import pytest_suite_properties
+
+            self._pytest_junit.suite_properties(
+                pytest_suite_properties([report for _, report in self.reports]))
         # Everything is written: only the summary's part of each report stays, so the end of
         # the session (other plugins' summaries, their imports) reuses the items' memory.
         self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
@@ -601,67 +612,6 @@ class ImagetimeSession:
             tr.write_line(f"baseline updated: {self.options.baseline}")
             for retired in self.retired_baselines:
                 tr.write_line(f"baseline replaced: {retired} (removed)")
-
-
-def junit_family(config: pytest.Config) -> str:
-    try:
-        family = str(config.getini("junit_family"))
-    except ValueError:  # pytest's junitxml plugin is off (-p no:junitxml)
-        return "xunit2"
-    return "xunit1" if family == "legacy" else family  # as pytest reads its alias
-
-
-def pytest_junit_of(config: pytest.Config) -> PytestJunit | None:
-    """What this plugin adds to pytest's own ``--junitxml`` file, when one is written."""
-    if _is_xdist_worker(config):
-        return None
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:  # pragma: no cover - every supported pytest has it
-        return None
-    logxml = config.stash.get(xml_key, None)
-    if logxml is None:
-        return None
-    return PytestJunit(logxml, junit_family(config), config.invocation_params.dir)
-
-
-class PytestJunit:
-    """pytest's own JUnit file, kept to the JUnit schema Jenkins' xUnit plugin validates
-    with: each case's ``imagetime.*`` properties carry its outcome (not the ``pending`` a
-    worker sends) and stay inside ``<testcase>`` only under ``junit_family=xunit1``, where
-    that schema does not apply; its scores go to its ``<system-out>``, each run's aggregate
-    to the suite's properties."""
-
-    def __init__(self, logxml: Any, family: str, root: Path) -> None:
-        self.logxml = logxml
-        self.family = family
-        self.root = root
-
-    def case(self, report: pytest.TestReport, record: ItemRecord) -> None:
-        import xml.etree.ElementTree as ET
-
-        from _pytest.junitxml import bin_xml_escape
-
-        from .report.junit import case_output
-
-        kept = [(k, v) for k, v in report.user_properties if not k.startswith("imagetime.")]
-        if self.family == "xunit1":
-            kept.extend(record.to_properties())
-        report.user_properties = kept
-        output = ET.Element("system-out")
-        output.text = bin_xml_escape(case_output(record, self.root))
-        self.logxml.node_reporter(report).append(output)
-
-    def runs(self, reports: list[dict[str, Any]]) -> None:
-        from .report.junit import run_properties
-
-        for report in reports:
-            manifest = report["manifest"]
-            run = with_setting(manifest["model"]["spec"], manifest["setting"])
-            for name, value in run_properties(report):
-                suffix = name.removeprefix("imagetime.")
-                self.logxml.add_global_property(
-                    f"imagetime[{run}|{manifest['judge']['name']}].{suffix}", value)
 
 
 def _packaged_nodeid(path: Path, rootpath: Path) -> Any:

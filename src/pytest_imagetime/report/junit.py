@@ -105,6 +105,18 @@ def run_properties(report: Mapping[str, Any]) -> list[tuple[str, Scalar]]:
             for key, value in values.items() if value is not None]
 
 
+def pytest_suite_properties(reports: Sequence[Mapping[str, Any]]) -> list[tuple[str, Scalar]]:
+    """The runs' aggregates for pytest's one suite: named ``imagetime[<model>|<judge>].<key>``."""
+    pairs: list[tuple[str, Scalar]] = []
+    for report in reports:
+        manifest = report["manifest"]
+        run = _suite_name(manifest["model"]["spec"], manifest["setting"],
+                          manifest["judge"]["name"])
+        pairs.extend((f"{run}.{name.removeprefix(PREFIX)}", value)
+                     for name, value in run_properties(report))
+    return pairs
+
+
 def write_junit(path: Path, records: Sequence[ItemRecord], messages: Mapping[str, str],
                 case_properties: bool = False) -> None:
     suites: dict[str, list[ItemRecord]] = {}
