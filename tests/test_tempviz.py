@@ -316,9 +316,11 @@ def test_simple_run_reports_resumes_and_agrees_with_people(pytester: pytest.Pyte
     outputs = {c.get("name"): c.findtext("system-out", "") for c in junit.iter("testcase")}
     assert outputs["Maps-1[procedural]"].startswith(
         "Maps-1[procedural]: failed\nanswers: q1=yes q2=yes q3=no\n")
+    assert outputs["Maps-1[procedural]"].endswith(
+        "\n[[ATTACHMENT|reports/procedural/tempviz/images/Maps-1.png]]")
     # without --junitxml, the suite's own file; per-case properties only under xunit1
-    again = pytester.runpytest(*_args("-o", "junit_family=xunit1"))
-    again.assert_outcomes(passed=TOTAL - 2, failed=2)
+    xunit1 = pytester.runpytest(*_args("-o", "junit_family=xunit1"))
+    xunit1.assert_outcomes(passed=TOTAL - 2, failed=2)
     own = ET.parse(out / "tempviz-junit.xml").getroot()
     assert (own.get("tests"), own.get("failures"), own.get("errors")) == ("11", "2", "0")
     props = {p.get("name"): p.get("value") for p in own.iter("property")}

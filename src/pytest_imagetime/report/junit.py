@@ -32,7 +32,7 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _attachment(image: str, root: Path | None) -> str:
+def attachment_path(image: str, root: Path | None) -> str:
     """The sheet's path as GitLab takes an attachment: relative to the job's directory (the
     one pytest started in) when it lies below it."""
     path = Path(image)
@@ -63,7 +63,7 @@ def case_output(record: ItemRecord, root: Path | None = None) -> str:
                                               if record.judge_model else ""))
     if record.image:
         lines.append(f"image: {record.image}")
-        lines.append(f"[[ATTACHMENT|{_attachment(record.image, root)}]]")
+        lines.append(f"[[ATTACHMENT|{attachment_path(record.image, root)}]]")
     return "\n".join(lines)
 
 

@@ -300,7 +300,7 @@ class TempvizSession:
             from .junit import case_output
 
             self._pytest_junit.case(report, "tempviz.", record.to_properties(),
-                                    case_output(record))
+                                    case_output(record, self.config.invocation_params.dir))
         if text:
             self.messages[record.key] = text
 
@@ -328,7 +328,8 @@ class TempvizSession:
             from .junit import write_junit
 
             write_junit(self.junit, all_records, self.messages,
-                        case_properties=junit_family(self.config) == "xunit1")
+                        case_properties=junit_family(self.config) == "xunit1",
+                        root=self.config.invocation_params.dir)
 
     def _manifest(self, run: TempvizRun) -> dict[str, Any]:
         examples = self.settings.examples
