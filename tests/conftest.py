@@ -23,26 +23,32 @@ atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ["IMAGETIME_CACHE_DIR"] = _CACHE
 
 
+# Opt-in markers: the option that runs them, and what they need.
+OPT_IN = {"gpu": ("--run-gpu", "on a CUDA device"),
+          "slurm": ("--run-slurm", "against a running Slurm (examples/shards/slurm-localhost.sh)")}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--run-gpu", action="store_true", default=False,
-                     help="also run the tests marked gpu (they need a CUDA device)")
+    for marker, (option, needs) in OPT_IN.items():
+        parser.addoption(option, action="store_true", default=False,
+                         help=f"also run the tests marked {marker} ({needs})")
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    if config.getoption("--run-gpu"):
-        return None
-    return "gpu tests: deselected (--run-gpu runs them on a CUDA device)"
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"{marker} tests: deselected ({option} runs them {needs})"
+            for marker, (option, needs) in OPT_IN.items() if not config.getoption(option)]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """GPU tests are opt-in: without --run-gpu they are deselected (and counted as such),
-    never skipped in silence; with it, a missing GPU fails them."""
-    if config.getoption("--run-gpu"):
-        return
-    gpu = [item for item in items if item.get_closest_marker("gpu")]
-    if gpu:
-        config.hook.pytest_deselected(items=gpu)
-        items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+    """GPU and Slurm tests are opt-in: without their option they are deselected (and counted
+    as such), never skipped in silence; with it, a missing GPU or Slurm fails them."""
+    for marker, (option, _) in OPT_IN.items():
+        if config.getoption(option):
+            continue
+        opted = [item for item in items if item.get_closest_marker(marker)]
+        if opted:
+            config.hook.pytest_deselected(items=opted)
+            items[:] = [item for item in items if not item.get_closest_marker(marker)]
 
 
 @pytest.fixture

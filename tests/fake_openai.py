@@ -7,6 +7,13 @@ answered), so the real ``openai`` client and the real judge code run end to end.
 endpoints (generations: JSON; edits: multipart) answer with a PNG drawn from the prompt, a
 square of the requested size, and token usage like the real API. Faults can be injected: a
 queue of named faults, and/or a seeded random rate.
+
+It can also behave as a whole endpoint does (``flavour``): OpenAI (a wrong key is a 401 that
+shows the key partly masked; gpt-5 models reject a temperature other than 1, ``max_tokens``
+and unknown ``reasoning_effort`` values with OpenAI's 400 shapes), Azure OpenAI's v1 endpoint
+(under ``/openai/v1``, the key in ``api-key`` or as a bearer token, deployments as model
+names), vLLM and Ollama (their own error bodies). ``hang_s`` makes every request wait, and
+``GET /models`` lists ``models``. ``closed_port_url`` is an endpoint that refuses connections.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ FAULTS = ("429", "500", "503", "timeout", "reset", "malformed", "schema", "refus
 # Faults the images endpoints serve: the transport ones above, then refusals and bad payloads.
 IMAGE_FAULTS = ("429", "500", "503", "timeout", "reset", "malformed", "content_policy",
                 "no_data", "bad_b64", "not_image")
+# Faults served only when queued by name (never drawn at random): a 400 about one request, a
+# 429 that says the quota is used up, a choice without a message, a 429 that asks for a wait.
+NAMED_FAULTS = ("bad_request", "quota", "no_message", "429_wait")
 CHAT_ROUTE = "/chat/completions"
 GENERATIONS_ROUTE = "/images/generations"
 EDITS_ROUTE = "/images/edits"
@@ -45,6 +55,9 @@ OUTPUT_IMAGE_TOKENS = 1056
 EDIT_INPUT_IMAGE_TOKENS = 388
 REFUSAL_MESSAGE = ("Your request was rejected by the safety system. "
                    "safety_violations=[violence].")
+LISTED_MODELS = ("gpt-5.5", "gpt-5.4-mini", "gpt-image-2", "fake-judge")
+FLAVOURS = ("openai", "azure", "vllm", "ollama")
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 C_DIMS = [f"C{i}" for i in range(10)]
 D_DIMS = [f"D{i}" for i in range(15)]
 
@@ -74,6 +87,15 @@ class ServerState:
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Whole-endpoint behaviour (see the module docstring).
+    flavour: str = "openai"  # openai, azure, vllm, ollama
+    models: list[str] | None = field(default_factory=lambda: list(LISTED_MODELS))
+    strict_models: bool = False  # a model not in ``models`` is a 404, as the real servers do
+    required_key: str | None = None  # a request without this key is a 401
+    hang_s: float = 0.0  # every request waits this long before it is answered
+    models_forbidden: bool = False  # a restricted key: may call models, not list them
+    hang_after: int | None = None  # POSTs answered before every later one hangs (hang_s)
+    gets: list[str] = field(default_factory=list)  # GET paths asked for
 
     def next_fault(self) -> str | None:
         with self.lock:
@@ -114,18 +136,34 @@ def answer_for(request: dict[str, Any], score: int) -> dict[str, Any]:
     def value(dim: str) -> int | None:
         return None if dim in nulls else max(0, min(10, score + offset))
 
+    layout: dict[str, Any] = {"panel_count": 4, "is_2x2_grid": True, "order_as_expected": True,
+                              "all_panels_readable": True}
+    if spec.get("setting") == "scaffold":
+        layout["top_left_matches_reference"] = True
+    states = spec.get("expected_states", {})
+    entities = spec.get("entities", {})
     return {
-        "process": f"The prompt asks for: {spec.get('concept', '?')}.",
+        "process": {
+            "stages": {t: states.get(t, "?") for t in ("t1", "t2", "t3", "t4")},
+            "actors": entities.get("actors", []), "target_objects": entities.get("targets", []),
+            "tools": entities.get("tools", []),
+            "non_target_objects": entities.get("non_targets", []), "anchors": [],
+            "temporal_order": "; ".join(spec.get("temporal_constraints", [])),
+            **{k: [] for k in ("causal_preconditions", "quantity_constraints",
+                               "occlusion_constraints", "negations", "blocked_actions",
+                               "gaze_tracking", "multi_agent_interaction",
+                               "counterfactual_requirements")},
+        },
+        "layout": layout,
         "panels": [{"panel": i, "stage": f"t{i}", "observed": "as specified", "readable": True}
                    for i in range(1, 5)],
-        "layout": {"panel_count": 4, "is_2x2_grid": True, "order_as_expected": True},
+        "predicates": [{"id": p["id"], "evidence": "visible", "verdict": "holds"}
+                       for p in spec.get("predicates", [])],
+        "forbidden": [{"id": f["id"], "evidence": "not seen", "verdict": "absent"}
+                      for f in spec.get("forbidden_states", [])],
         "capability": {d: {"score": value(d), "confidence": None if d in nulls else 0.8}
                        for d in C_DIMS},
         "diagnostic": {d: value(d) for d in D_DIMS},
-        "predicates": [{"id": p["id"], "verdict": "holds", "evidence": "visible"}
-                       for p in spec.get("predicates", [])],
-        "forbidden": [{"id": f["id"], "verdict": "absent", "evidence": "not seen"}
-                      for f in spec.get("forbidden_states", [])],
         "failure_labels": [],
         "rationale": "Consistent sheet.",
     }
@@ -163,8 +201,15 @@ class Handler(BaseHTTPRequestHandler):
             state.requests.append(request)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
             state.paths.append(self.path)
+        with state.lock:
+            hangs = state.hang_s and (state.hang_after is None
+                                      or len(state.requests) > state.hang_after)
+        if hangs:
+            time.sleep(state.hang_s)
         if route is None:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        if self._refused(state, request):
             return
         with state.lock:
             state.in_flight += 1
@@ -208,6 +253,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, _completion(None, refusal="I cannot help with that."))
         elif fault == "empty":
             self._send(200, _completion("{}", choices=False))
+        elif fault == "no_message":
+            answer = _completion("{}")
+            del answer["choices"][0]["message"]
+            self._send(200, answer)
         elif fault == "truncated":
             text = json.dumps(answer_for(request, 8))
             self._send(200, _completion(text[: len(text) // 2], finish="length"))
@@ -231,6 +280,17 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.close()
         elif fault == "malformed":
             self._send_raw(200, malformed)
+        elif fault == "bad_request":
+            self._send(400, {"error": {"message": "Invalid image: the image data is not "
+                                                  "readable.", "type": "invalid_request_error",
+                                       "param": None, "code": "invalid_image"}})
+        elif fault == "quota":
+            self._send(429, {"error": {"message": "You exceeded your current quota, please "
+                                                  "check your plan and billing details.",
+                                       "type": "insufficient_quota", "param": None,
+                                       "code": "insufficient_quota"}})
+        elif fault == "429_wait":
+            self._send(429, {"error": {"message": "rate limited"}}, {"retry-after": "0.05"})
         else:
             return False
         return True
@@ -259,7 +319,58 @@ class Handler(BaseHTTPRequestHandler):
             self.server.state.files[name] = data
         return f"{self.server.base_url}/files/{name}"
 
+    # ------------------------------------------------------------ the endpoint's own rules
+
+    def _key(self) -> str | None:
+        given = self.headers.get("api-key") if self.server.state.flavour == "azure" else None
+        bearer = self.headers.get("authorization", "")
+        return given or (bearer[7:] if bearer.startswith("Bearer ") else None)
+
+    def _refused(self, state: ServerState, request: dict[str, Any] | None) -> bool:
+        """Answer as the endpoint would when the path, key, model or parameters are wrong;
+        False when the request may go on."""
+        flavour = state.flavour
+        if flavour == "azure" and not self.path.startswith("/openai/v1/"):
+            self._send(404, {"error": {"code": "404", "message": "Resource not found"}})
+            return True
+        if state.required_key is not None and self._key() != state.required_key:
+            self._send(401, unauthorized_body(flavour, self._key()))
+            return True
+        if request is None:
+            return False
+        model = str(request.get("model", ""))
+        if state.strict_models and state.models is not None and model not in state.models:
+            self._send(404, unknown_model_body(flavour, model))
+            return True
+        problem = gpt5_problem(request) if flavour in ("openai", "azure") else None
+        if problem is not None:
+            self._send(400, {"error": problem})
+            return True
+        return False
+
     def do_GET(self) -> None:
+        state = self.server.state
+        with state.lock:
+            state.gets.append(self.path)
+        if self.path.endswith("/models"):
+            if state.hang_s and state.hang_after is None:
+                time.sleep(state.hang_s)
+            if self._refused(state, None):
+                return
+            if state.models_forbidden:
+                self._send(401, {"error": {
+                    "message": "You have insufficient permissions for this operation. Missing "
+                               "scopes: api.model.read. Check that you have the correct role "
+                               "in your organization (Reader, Writer, Owner) and project.",
+                    "type": "invalid_request_error", "param": None, "code": None}})
+                return
+            if state.models is None:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            self._send(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": 0, "owned_by": state.flavour}
+                for m in state.models]})
+            return
         name = self.path.rpartition("/files/")[2]
         data = self.server.state.files.get(name)
         if data is None:
@@ -306,6 +417,76 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout): nothing to answer
+
+
+def masked(key: str | None) -> str:
+    """A key as OpenAI's 401 shows it: its first 8 and last 4 characters."""
+    key = key or ""
+    return key[:8] + "*" * max(0, len(key) - 12) + key[-4:] if len(key) > 12 else key
+
+
+def unauthorized_body(flavour: str, key: str | None) -> dict[str, Any]:
+    """What each server answers a request with a wrong or missing key (HTTP 401)."""
+    if flavour == "vllm":
+        return {"error": "Unauthorized"}
+    if flavour == "azure":
+        return {"error": {"code": "401", "message": "Access denied due to invalid subscription "
+                          "key or wrong API endpoint. Make sure to provide a valid key for an "
+                          "active subscription and use a correct regional API endpoint for "
+                          "your resource."}}
+    return {"error": {"message": f"Incorrect API key provided: {masked(key)}. You can find "
+                                 f"your API key at https://platform.openai.com/account/api-keys.",
+                      "type": "invalid_request_error", "param": None,
+                      "code": "invalid_api_key"}}
+
+
+def unknown_model_body(flavour: str, model: str) -> dict[str, Any]:
+    """What each server answers for a model it does not have (HTTP 404)."""
+    if flavour == "vllm":
+        return {"error": {"message": f"The model `{model}` does not exist.",
+                          "type": "NotFoundError", "param": "model", "code": 404}}
+    if flavour == "ollama":
+        return {"error": {"message": f'model "{model}" not found, try pulling it first',
+                          "type": "api_error", "param": None, "code": None}}
+    if flavour == "azure":
+        return {"error": {"code": "DeploymentNotFound",
+                          "message": "The API deployment for this resource does not exist. If "
+                                     "you created the deployment within the last 5 minutes, "
+                                     "please wait a moment and try again."}}
+    return {"error": {"message": f"The model `{model}` does not exist or you do not have "
+                                 f"access to it.", "type": "invalid_request_error",
+                      "param": None, "code": "model_not_found"}}
+
+
+def gpt5_problem(request: dict[str, Any]) -> dict[str, Any] | None:
+    """OpenAI's 400 error for a request a gpt-5 model refuses; None when it takes it."""
+    if not str(request.get("model", "")).startswith("gpt-5"):
+        return None
+    if "temperature" in request and request["temperature"] != 1:
+        return {"message": f"Unsupported value: 'temperature' does not support "
+                           f"{request['temperature']} with this model. Only the default (1) "
+                           f"value is supported.", "type": "invalid_request_error",
+                "param": "temperature", "code": "unsupported_value"}
+    if "max_tokens" in request:
+        return {"message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                           "model. Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error", "param": "max_tokens",
+                "code": "unsupported_parameter"}
+    effort = request.get("reasoning_effort")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        return {"message": f"Invalid value: '{effort}'. Supported values are: "
+                           + ", ".join(f"'{e}'" for e in REASONING_EFFORTS) + ".",
+                "type": "invalid_request_error", "param": "reasoning_effort",
+                "code": "invalid_value"}
+    return None
+
+
+def closed_port_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens: connections are refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def parse_multipart(content_type: str, body: bytes) -> dict[str, Any]:
@@ -381,7 +562,8 @@ class ChatServer(ThreadingHTTPServer):
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+        prefix = "/openai/v1" if self.state.flavour == "azure" else "/v1"
+        return f"http://127.0.0.1:{self.server_address[1]}{prefix}"
 
 
 @contextmanager

@@ -42,6 +42,9 @@ def test_spec_is_the_case_as_plain_data_without_its_location() -> None:
         for case in load_case_file(path):
             full = dataclasses.asdict(case)
             del full["source"], full["line"]
+            for predicate in full["predicates"]:  # untagged predicates hash as before tags
+                if not predicate["tags"]:
+                    del predicate["tags"]
             assert json.dumps(case.spec(), sort_keys=True) == json.dumps(full, sort_keys=True)
 
 

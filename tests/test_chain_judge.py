@@ -63,6 +63,7 @@ def server() -> Iterator[ChatServer]:
 
 def _judge(server: ChatServer, mode: str | None = None, **overrides: Any) -> ChainJudge:
     values: dict[str, Any] = {"base_url": server.base_url, "key_env": None, "retries": 1,
+                              "reasks": 1,
                               "timeout_s": 5.0, "price_per_mtok": (2.0, 8.0)}
     values.update(overrides)
     return ChainJudge(mode, options=JudgeOptions(**values))

@@ -19,11 +19,21 @@ def test_report_writes_html_and_figures(pytester: pytest.Pytester,
     pytester.runpytest("k.yaml", "--imagetime-model=procedural",
                        "--imagetime-model=procedural:copied", "--imagetime-size=128")
     assert main(["report", "reports", "-o", "site"]) == 0
-    out = capsys.readouterr().out
-    assert "html: " in out and "figures: 12 files" in out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "html: " in out and "figures: 12 files" in out and "shown on index.html" in out
+    # Progress while the thumbnails are made: the last line names every sheet.
+    assert "imagetime report: sheets 4/4" in captured.err
     assert "no judge cost in these runs" in out
+    assert "no reported generation cost in these runs" in out
     index = (pytester.path / "site" / "index.html").read_text()
     assert "procedural:copied" in index
+    # The figures are on the page, each linking to its PNG; run pages link to them.
+    assert '<h2 id="figures">Figures</h2>' in index
+    assert '<a href="figures/c_radar.png"><img src="figures/c_radar.svg"' in index
+    assert "cost_vs_overall" not in index
+    run_page = next(p for p in (pytester.path / "site").glob("*.html") if p.name != "index.html")
+    assert 'href="index.html#figures"' in run_page.read_text()
     assert sorted(p.suffix for p in Path(pytester.path / "site" / "figures").iterdir()) == \
         [".png"] * 6 + [".svg"] * 6
     assert main(["report", "nowhere", "-o", "site"]) == 2

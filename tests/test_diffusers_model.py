@@ -375,3 +375,45 @@ def test_plugin_runs_a_case_with_a_local_pipeline(pytester: pytest.Pytester,
     assert record["details"]["pipeline"] == "StableDiffusionPipeline"
     assert record["model_config"]["steps"] == 2 and record["width"] == SIZE
     assert records[0].with_suffix(".png").is_file()
+
+
+# ---------------------------------------------------------------- prompt tokens
+
+
+def _tokens(generated: Any) -> dict[str, dict[str, Any]]:
+    return {entry["tokenizer"]: entry for entry in generated.details["prompt_tokens"]}
+
+
+@pytest.mark.parametrize(("kind", "components"), [("sdxl", {"tokenizer", "tokenizer_2"}),
+                                                  ("flux", {"tokenizer", "tokenizer_2"})])
+def test_each_text_encoder_counts_the_prompt_against_its_limit(tiny: Pipelines, kind: str,
+                                                                components: set[str]) -> None:
+    short = GenerationRequest(case=make_case(), setting="prompt-only", size=SIZE, seed=1,
+                              prompt="a cat")
+    counts = _tokens(model(str(tiny[kind])).generate(request=short))
+    assert set(counts) == components
+    assert all(not c["truncated"] and 0 < c["tokens"] < c["limit"] for c in counts.values())
+    assert counts["tokenizer"]["limit"] == 77 and counts["tokenizer"]["class"] == "CLIPTokenizer"
+
+
+def test_a_long_prompt_is_recorded_as_cut_where_an_encoder_cuts_it(tiny: Pipelines) -> None:
+    # The tiny T5 tokenizer takes ten tokens for "a cat on a mat": 400 pass the 256 of a
+    # schnell-like call and stay within the 512 of a dev-like one.
+    long = GenerationRequest(case=make_case(), setting="prompt-only", size=SIZE, seed=1,
+                             prompt="a cat on a mat " * 40)
+    schnell_like = model(f"{tiny['flux']}:max_sequence_length=256")
+    dev_like = model(f"{tiny['flux']}:max_sequence_length=512")
+    cut, whole = (_tokens(m.generate(request=long)) for m in (schnell_like, dev_like))
+    assert cut["tokenizer"]["truncated"] and cut["tokenizer"]["tokens"] > 77
+    assert cut["tokenizer_2"] == {**cut["tokenizer_2"], "limit": 256, "truncated": True}
+    assert whole["tokenizer_2"]["limit"] == 512 and not whole["tokenizer_2"]["truncated"]
+    assert whole["tokenizer_2"]["tokens"] == cut["tokenizer_2"]["tokens"]
+
+
+def test_batched_requests_each_record_their_own_prompt(tiny: Pipelines) -> None:
+    prompts = ["a cat", "a cat on a mat " * 40]
+    requests = [GenerationRequest(case=make_case(), setting="prompt-only", size=SIZE, seed=1,
+                                  prompt=p) for p in prompts]
+    first, second = model(str(tiny["flux"])).generate_batch(requests=requests)
+    assert not _tokens(first)["tokenizer"]["truncated"]
+    assert _tokens(second)["tokenizer"]["truncated"]

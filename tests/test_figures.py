@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.record import ItemRecord
+from pytest_imagetime.report.coverage import Suite, coverage_json
 from pytest_imagetime.report.figures import (
     DPI,
     FIGURES,
@@ -27,6 +28,8 @@ from pytest_imagetime.report.figures import (
     build_figures,
     cost_per_sheet,
     dim_means,
+    generation_cost,
+    has_generation_cost,
     has_judge_cost,
     heatmap_data,
     run_labels,
@@ -42,14 +45,15 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 PIXEL_DIMS = ("C0", "D0", "D3", "D5", "D9", "D14")
-WITHOUT_COST = [name for name in FIGURES if name != "cost_vs_overall"]
+WITHOUT_COST = [name for name in FIGURES if "cost" not in name]
 
 
 # ---------------------------------------------------------------- reports built in code
 
 
 def _record(model: str, case_id: str, domain: str, scores: Mapping[str, int | None],
-            status: str = "passed", cost: float = 0.0) -> ItemRecord:
+            status: str = "passed", cost: float = 0.0,
+            generation_cost: float | None = None) -> ItemRecord:
     judged = status != "error"
     full = {d: scores.get(d) if judged else None for d in ALL_DIMS}
     item = score_item(full)
@@ -60,7 +64,7 @@ def _record(model: str, case_id: str, domain: str, scores: Mapping[str, int | No
         run_dir="run", status=status, error=None if judged else "the judge gave up",
         scores=full, c_mean=item.c_mean, d_mean=item.d_mean, overall=item.overall,
         tree=item.tree, gate_pass=item.gate_pass if judged else None, cost_usd=cost,
-        judged=True)
+        generation_cost_usd=generation_cost, judged=True)
 
 
 def _report(model: str, records: list[ItemRecord], judge: str = "pixel",
@@ -71,6 +75,8 @@ def _report(model: str, records: list[ItemRecord], judge: str = "pixel",
                 "setting": setting, "size": 128, "seed": 0, "pass_threshold": 5.0,
                 "cases": {"n": len(records), "sha256": "0" * 64}}
     report = build_report(manifest, records, "2026-01-01T00:00:00+00:00")
+    suite = Suite("figures", {i["case_id"]: i["case_sha256"] for i in report["items"]})
+    report["coverage"] = coverage_json(report["items"], suite, None, len(report["items"]))
     validate_report(report)
     return report
 
@@ -272,21 +278,41 @@ def test_sheet_points_leave_out_errors_and_half_scored_sheets() -> None:
     assert sheet_points(report) == [(7.0, 7.0)]
 
 
-def test_cost_figure_only_when_a_run_has_a_judge_cost(reports: list[dict[str, Any]],
-                                                      figures: dict[str, Figure],
-                                                      tmp_path: Path) -> None:
+def test_judge_cost_figure_only_when_a_run_has_a_judge_cost(reports: list[dict[str, Any]],
+                                                            figures: dict[str, Figure],
+                                                            tmp_path: Path) -> None:
     assert not has_judge_cost(reports)
-    assert "cost_vs_overall" not in figures
+    assert "judge_cost_vs_overall" not in figures
     paid = _report("gamma", [_record("gamma", "a", "Kitchen", _full(7), cost=0.02),
                              _record("gamma", "b", "Kitchen", _full(5), cost=0.04)],
                    judge="vlm", judge_model="gpt-5.5")
     assert has_judge_cost([*reports, paid])
     assert cost_per_sheet(paid) == pytest.approx(0.03)
     written = write_figures([*reports, paid], tmp_path)
-    assert [p.name for p in written[-2:]] == ["cost_vs_overall.png", "cost_vs_overall.svg"]
+    assert [p.name for p in written[-2:]] == ["judge_cost_vs_overall.png",
+                                              "judge_cost_vs_overall.svg"]
+    assert "cost_vs_overall.png" not in [p.name for p in written]  # no generation cost
     with Image.open(written[-2]) as image:
-        assert image.size == (round(SIZES["cost_vs_overall"][0] * DPI),
-                              round(SIZES["cost_vs_overall"][1] * DPI))
+        assert image.size == (round(SIZES["judge_cost_vs_overall"][0] * DPI),
+                              round(SIZES["judge_cost_vs_overall"][1] * DPI))
+
+
+def test_cost_figure_plots_the_reported_generation_cost(reports: list[dict[str, Any]]) -> None:
+    """The paper's cost figure: the generation cost of a run's sheets on x, not the judge's."""
+    assert not has_generation_cost(reports)
+    hosted = _report("hosted", [
+        _record("hosted", "a", "Kitchen", _full(8), cost=0.5, generation_cost=0.04),
+        _record("hosted", "b", "Kitchen", _full(6), cost=0.5, generation_cost=0.06),
+        _record("hosted", "c", "Kitchen", {}, status="error")])
+    assert generation_cost(hosted) == pytest.approx(0.10)
+    assert hosted["aggregate"]["generation_cost_n"] == 2
+    figures = build_figures([*reports, hosted])
+    ax = figures["cost_vs_overall"].axes[0]
+    assert ax.get_xlabel() == "generation cost of the sheets (USD)"
+    (point,) = [c for c in ax.collections if len(np.asarray(c.get_offsets()))]
+    assert list(np.asarray(point.get_offsets())[0]) == pytest.approx([0.10, 7.0])
+    judge_ax = figures["judge_cost_vs_overall"].axes[0]
+    assert judge_ax.get_xlabel() == "judge cost per judged sheet (USD)"
 
 
 def test_labels_name_setting_and_judge_only_when_needed(

@@ -201,7 +201,7 @@ def test_pages_show_scores_verdicts_and_errors(site: Site) -> None:
     assert f"the glass & jug are empty {HOSTILE}" in text  # predicate text from the case file
     assert "holds" in text and "visible" in text and "absent" in text  # verdicts, evidence
     copied = " ".join(Page(site.pages["procedural-copied/pixel"]).text)
-    assert "copied_phases" in copied and "no-motion-or-copied-phases" in copied  # labels, caps
+    assert "copied_phases" in copied and "copied-phases" in copied  # labels, caps
     assert "not checked by this judge" in copied
     files = Page(site.pages["files-sheets/pixel"])
     errors = [e["reason"] for e in site.report("files-sheets/pixel")["errors"]]

@@ -250,12 +250,12 @@ def test_transport_faults_are_retried_and_one_image_kept(server: ChatServer, key
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
-        ("429", "HTTP 429 from the images endpoint after 0 retries: Error code: 429 - "),
-        ("500", "HTTP 500 from the images endpoint after 0 retries"),
+        ("429", "HTTP 429 from the images endpoint: rate limited"),
+        ("500", "HTTP 500 from the images endpoint: server error 500"),
         ("503", "HTTP 503"),
-        ("timeout", "the images endpoint timed out (0.3 s, 0 retries)"),
+        ("timeout", "the images endpoint timed out (0.3 s a request)"),
         ("reset", "cannot reach the images endpoint http://127.0.0.1:"),
-        ("malformed", "the images endpoint's response is not JSON"),
+        ("malformed", "the images endpoint's response is not valid JSON"),
         ("content_policy", f"the endpoint refused the prompt (content policy): "
                            f"{REFUSAL_MESSAGE}"),
         ("no_data", "the images endpoint answered without image data"),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pytest_imagetime.caps import apply_caps
+from pytest_imagetime.caps import apply_caps, case_scopes
 from pytest_imagetime.cases import Case
 from pytest_imagetime.judges.base import Judge, SheetToJudge
 from pytest_imagetime.judges.pixel import JUDGE_MODEL, SCORED_DIMS, PixelJudge
@@ -223,7 +223,7 @@ def test_controls_fail_the_gate_on_real_cases() -> None:
         for variant in ("good", "copied", "shuffled", "collage", "three-panels", "blank"):
             sheet = ProceduralModel(variant).generate(request=request).image
             j = judge(sheet)
-            capped, _ = apply_caps(j.scores, j.labels, case.applicable)
+            capped, _ = apply_caps(j.scores, j.labels, case_scopes(case, "prompt-only"))
             scores = score_item(capped)
             assert scores.overall is not None
             if variant == "good":

@@ -58,7 +58,7 @@ def test_case_file_run_writes_reports(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([
         "kitchen.yaml::kitchen-pour-water-1?procedural? PASSED*",
         "*ImageTime summary*",
-        "model*N*pass*fail*err*C mean*D mean*Overall*gate%*L0*L6*judge",
+        "model*N*pass*fail*err*C mean*D mean*Overall*layout-ok%*proto*L0*L6*judge",
         "procedural*2*2*0*0*pixel (pixel-metrics/*",
         "report: *procedural*pixel*report.json",
         "junit: *junit.xml",
@@ -240,7 +240,7 @@ def test_broken_control_fails_with_a_readable_explanation(pytester: pytest.Pytes
     assert "Traceback" not in out and "def runtest" not in out
     result.stdout.fnmatch_lines([
         "*kitchen-pour-water-1 ?procedural:copied? judged by pixel: * not met",
-        "*cap no-motion-or-copied-phases*copied_phases*",
+        "*cap copied-phases*copied_phases*",
         "*scores: C mean*Overall*",
         "*image: *procedural-copied*images*kitchen-pour-water-1.png",
     ])

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pytest_imagetime import record as record_module
 from pytest_imagetime.record import TREE_KEYS, ItemRecord
 from pytest_imagetime.report.json_report import item_json
-from pytest_imagetime.rubric import ALL_DIMS, FAILURE_LABELS
+from pytest_imagetime.rubric import ALL_DIMS, C_DIMS, FAILURE_LABELS
 
 words = st.text("abcdefghij-", min_size=1, max_size=12)
 maybe_mean = st.one_of(st.none(), st.floats(0, 10).map(lambda v: round(v, 4)))
@@ -29,6 +29,8 @@ records = st.builds(
     error=st.one_of(st.none(), st.text(min_size=1, max_size=40)),
     scores=st.fixed_dictionaries({d: st.one_of(st.none(), st.integers(0, 10))
                                   for d in ALL_DIMS}),
+    confidence=st.fixed_dictionaries({d: st.sampled_from([None, 0.25, 0.8, 1.0])
+                                      for d in C_DIMS}),
     c_mean=maybe_mean, d_mean=maybe_mean, overall=maybe_mean,
     tree=st.fixed_dictionaries(dict.fromkeys(TREE_KEYS, maybe_mean)),
     gate_pass=st.one_of(st.none(), st.booleans()),
@@ -38,6 +40,7 @@ records = st.builds(
     forbidden_observed=st.lists(words, max_size=2).map(tuple), predicates_checked=st.booleans(),
     image=st.one_of(st.none(), words), judgment=st.one_of(st.none(), words),
     cost_usd=st.floats(0, 100).map(lambda v: round(v, 4)),
+    generation_cost_usd=st.one_of(st.none(), st.sampled_from([0.0, 0.04, 0.1325])),
     generation_s=maybe_mean, judge_s=maybe_mean, generated=st.booleans(), judged=st.booleans(),
 )
 

@@ -9,23 +9,26 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_imagetime.caps import apply_caps
+from pytest_imagetime.caps import apply_caps, case_scopes
 from pytest_imagetime.rubric import (
     ALL_DIMS,
     C_DIMS,
     CAP_RULES,
+    CAP_SCOPES,
     D_DIMS,
     FAILURE_LABELS,
     LEVELS,
     Applicability,
+    CapScope,
     nullable_dims,
 )
 from pytest_imagetime.scoring import Scored, aggregate, mean, node_score, score_item
 
+from .builders import make_case
+
 score = st.one_of(st.none(), st.integers(0, 10))
 score_tables = st.fixed_dictionaries(dict.fromkeys(ALL_DIMS, score))
 labels = st.lists(st.sampled_from(sorted(FAILURE_LABELS)), max_size=5)
-flags = st.builds(Applicability, st.booleans(), st.booleans(), st.booleans())
 
 
 def _within(value: float | None, low: float, high: float) -> bool:
@@ -67,10 +70,10 @@ def test_tree_node_uses_one_family_when_the_other_is_null() -> None:
     assert node_score(l6, {"C8": 6, "D13": 9}) == 7.5
 
 
-@given(score_tables, labels, flags)
+@given(score_tables, labels, st.frozensets(st.sampled_from(list(CAP_SCOPES))))
 def test_caps_only_lower_and_keep_nulls(scores: Mapping[str, int | None], present: list[str],
-                                        applicable: Applicability) -> None:
-    capped, applied = apply_caps(scores, present, applicable)
+                                        scopes: frozenset[CapScope]) -> None:
+    capped, applied = apply_caps(scores, present, scopes)
     for dim in ALL_DIMS:
         before, after = scores[dim], capped[dim]
         if before is None:
@@ -85,8 +88,8 @@ def test_caps_only_lower_and_keep_nulls(scores: Mapping[str, int | None], presen
 def test_every_cap_rule_lowers_its_dims_and_records_why() -> None:
     everything = dict.fromkeys(ALL_DIMS, 10)
     for rule in CAP_RULES:
-        applicable = Applicability(True, True, True)
-        capped, applied = apply_caps(everything, [next(iter(rule.labels))], applicable)
+        capped, applied = apply_caps(everything, [next(iter(rule.labels))],
+                                     frozenset(CAP_SCOPES))
         assert [a.rule for a in applied] == [rule.key]
         for dim, limit in rule.limits.items():
             assert capped[dim] == limit
@@ -95,7 +98,8 @@ def test_every_cap_rule_lowers_its_dims_and_records_why() -> None:
 
 def test_constraint_cap_needs_a_constraint_case() -> None:
     scores = dict.fromkeys(ALL_DIMS, 10)
-    _, applied = apply_caps(scores, ["constraint_violation"], Applicability(False, True, True))
+    case = make_case(constraint=False, quantity=True, occlusion=True)
+    _, applied = apply_caps(scores, ["constraint_violation"], case_scopes(case, "scaffold"))
     assert applied == ()
 
 

@@ -74,7 +74,8 @@ def _args(*extra: str, data: str = "tv") -> list[str]:
     return ["--imagetime-suite=tempviz", f"--imagetime-tempviz-data={data}",
             "--imagetime-model=procedural", "--imagetime-size=64",
             "--imagetime-judge-model=judge-x", "--imagetime-judge-price=2,8",
-            "--imagetime-judge-retries=1", "--strict-markers", *extra]
+            "--imagetime-judge-retries=1", "--imagetime-judge-reasks=1", "--strict-markers",
+            *extra]
 
 
 def _report(out: Path, judge: str = JUDGE_DIR, model: str = "procedural") -> dict[str, Any]:
@@ -404,7 +405,7 @@ def test_model_and_judge_failures_are_errors_with_their_reason(
     result.assert_outcomes(passed=1, errors=3)
     result.stdout.fnmatch_lines([
         "*Maps-0[[]procedural[]]: judge judge-x failed on Maps-0: Q1 (no visible generation "
-        "errors): HTTP 500 from the endpoint after 1 retries*",
+        "errors): HTTP 500 from the endpoint after 1 retry*",
         "*Maps-1[[]procedural[]]: judge judge-x failed on Maps-1: Q3 (the temporal cue is "
         "applied correctly): no valid answer after 2 attempts: expected 'yes' or 'no', got "
         "'maybe' | *",

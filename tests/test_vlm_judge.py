@@ -54,7 +54,7 @@ def test_request_shape_and_a_valid_judgment(server: ChatServer, key: str, case: 
     assert request["model"] == "gpt-5.5"
     fmt = request["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
-    assert fmt["json_schema"]["schema"] == response_schema()
+    assert fmt["json_schema"]["schema"] == response_schema(case, "prompt-only")
     system, user = request["messages"]
     assert "ImageTime" in system["content"] and "lower one" in system["content"]
     image_part = user["content"][-1]["image_url"]
@@ -94,12 +94,12 @@ def test_each_fault_is_retried_then_judged(server: ChatServer, key: str, case: C
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
-        ("429", "HTTP 429 from the judge endpoint after 0 retries: Error code: 429 - rate limited"),
-        ("500", "HTTP 500"),
+        ("429", "HTTP 429 from the judge endpoint: rate limited"),
+        ("500", "HTTP 500 from the judge endpoint: server error 500"),
         ("503", "HTTP 503"),
-        ("timeout", "timed out (0.4 s, 0 retries)"),
+        ("timeout", "the judge endpoint timed out (0.4 s a request)"),
         ("reset", "cannot reach the judge endpoint"),
-        ("malformed", "the response body is not JSON"),
+        ("malformed", "the judge endpoint's response is not valid JSON"),
         ("schema", "does not match the schema at (root): 'diagnostic' is a required property"),
         ("refusal", "the judge refused: I cannot help with that."),
         ("empty", "the response has no choices"),
@@ -111,8 +111,9 @@ def test_without_retries_each_fault_is_an_error_with_its_reason(
     server.state.fault_queue = [fault]
     server.state.timeout_sleep_s = 1.0
     with pytest.raises(JudgeError) as info:
-        _judge(server, retries=0, timeout_s=0.4).judge(sheet=_sheet(case))
+        _judge(server, retries=0, reasks=0, timeout_s=0.4).judge(sheet=_sheet(case))
     assert reason in str(info.value)
+    assert "retr" not in str(info.value)  # one request: no claim of retries
     assert KEY not in str(info.value)
 
 
@@ -121,7 +122,7 @@ def test_invalid_answers_stop_after_the_retries(server: ChatServer, key: str,
     server.state.fault_queue = ["schema", "refusal", "truncated"]
     with pytest.raises(JudgeError, match=r"no valid judgment after 3 attempts: .*schema.*"
                                          r"refused.*cut off"):
-        _judge(server, retries=2).judge(sheet=_sheet(case))
+        _judge(server, reasks=2).judge(sheet=_sheet(case))
 
 
 def test_missing_key_names_the_variable_and_the_offline_judge(

@@ -11,7 +11,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from .caps import apply_caps
+from .caps import apply_caps, case_scopes, layout_labels
 from .cases import Case, builtin_cases_dir, case_files, load_case_file
 from .judges.base import Judge, SheetToJudge
 from .judgment import validate_judgment
@@ -56,11 +56,12 @@ def run_canaries(judge: Judge, setting: Setting) -> list[dict[str, Any]]:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
                 results.append(entry)
                 continue
-            capped, caps = apply_caps(judgment.scores, judgment.labels, case.applicable)
+            labels = {*judgment.labels, *layout_labels(judgment.layout, setting)}
+            capped, caps = apply_caps(judgment.scores, labels, case_scopes(case, setting))
             scores = score_item(capped)
             entry.update(judge_model=judgment.judge_model, overall=scores.overall,
                          c_mean=scores.c_mean, d_mean=scores.d_mean, scores=capped,
-                         labels=list(judgment.labels), caps=[c.rule for c in caps],
+                         labels=sorted(labels), caps=[c.rule for c in caps],
                          cost_usd=judgment.cost_usd, date=judgment.date)
             results.append(entry)
     return results

@@ -33,8 +33,8 @@ MAX_ENTRIES = 256  # a few versions of every case file a machine has
 SUFFIX = ".parsed"
 OFF = ("", "off", "none")
 # What decides the data, lines and problems of a text, besides PyYAML.
-CODE = ("cases.py", "case_yaml.py", "case_cache.py", "rubric.py", "schemacheck.py",
-        "schemas/cases.schema.json")
+CODE = ("cases.py", "case_rules.py", "case_yaml.py", "case_cache.py", "rubric.py",
+        "schemacheck.py", "schemas/cases.schema.json")
 
 Found = tuple[str, int | None, str | None, str | None, str]  # a problem, less its path
 # The fields of each case (cases.CaseFields, plain values), problems, and each case's spec

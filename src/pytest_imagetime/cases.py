@@ -20,8 +20,8 @@ from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import case_cache
-from .rubric import LEVEL_KEYS, Applicability
+from . import case_cache, case_rules
+from .rubric import ALL_DIMS, DECLARABLE_NULLS, FLAG_NULLS, LEVEL_KEYS, Applicability
 from .schemacheck import Check, UnsupportedSchema, compile_check
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class Predicate:
     id: str
     stage: str  # t1..t4 or "all"
     text: str
+    tags: tuple[str, ...] = ()  # e.g. "small-text": deciding it means reading the image
 
 
 @dataclass(frozen=True, slots=True)  # slots: every case holds several
@@ -115,10 +116,14 @@ class Case:
         del data["source"], data["line"]
         data["levels"] = list(self.levels)
         data["applicable"] = _flat(self.applicable)
+        data["applicable"]["declared"] = list(self.applicable.declared)
         data["setup"] = _flat(self.setup)
         data["entities"] = {k: list(v) for k, v in self.entities.items()}
         data["states"] = dict(self.states)
-        data["predicates"] = [_flat(p) for p in self.predicates]
+        # Tags only where a predicate has some: untagged cases keep their spec hash.
+        data["predicates"] = [{"id": p.id, "stage": p.stage, "text": p.text,
+                               **({"tags": list(p.tags)} if p.tags else {})}
+                              for p in self.predicates]
         data["temporal_constraints"] = list(self.temporal_constraints)
         data["forbidden"] = [_flat(f) for f in self.forbidden]
         return data
@@ -386,11 +391,13 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 
 
 # A case's fields in Case's order, as plain values (the kept form of a case file), less its
-# source: id, domain, subcategory, concept, difficulty, variant, levels, applicable, setup,
-# entities, states, predicates, temporal constraints, forbidden, prompt, line.
-CaseFields = tuple[str, str, str, str, str, int, tuple[str, ...], dict[str, bool],
+# source: id, domain, subcategory, concept, difficulty, variant, levels, applicable (with the
+# declared nulls), setup, entities, states, predicates, temporal constraints, forbidden,
+# prompt, line.
+CaseFields = tuple[str, str, str, str, str, int, tuple[str, ...], dict[str, Any],
                    tuple[str, str, str], dict[str, tuple[str, ...]], dict[str, str],
-                   tuple[tuple[str, str, str], ...], tuple[str, ...], tuple[tuple[str, str], ...],
+                   tuple[tuple[str, str, str, tuple[str, ...]], ...], tuple[str, ...],
+                   tuple[tuple[str, str], ...],
                    str, int | None]
 
 
@@ -415,12 +422,15 @@ def _case_fields(raw: dict[str, Any], default_domain: str | None, shown: str,
         intern(raw["difficulty"]),
         int(raw["variant"]),
         tuple(sorted(map(intern, raw["levels"]), key=LEVEL_KEYS.index)),
-        dict(raw["applicable"]),
+        {**raw["applicable"],
+         "declared": tuple(sorted(map(intern, raw.get("not_applicable", ())),
+                                  key=ALL_DIMS.index))},
         (setup["scene"], intern(setup["style"]), setup["camera"]),
         {role: tuple(raw["entities"].get(role, ())) for role in ENTITY_ROLES
          if raw["entities"].get(role)},
         {s: raw["states"][s].strip() for s in STAGES},
-        tuple((intern(p.get("id") or f"p{i + 1}"), intern(p["stage"]), p["text"].strip())
+        tuple((intern(p.get("id") or f"p{i + 1}"), intern(p["stage"]), p["text"].strip(),
+               tuple(map(intern, p.get("tags", ()))))
               for i, p in enumerate(raw["predicates"])),
         tuple(raw["temporal_constraints"]),
         tuple((intern(f"f{i + 1}"), t.strip()) for i, t in enumerate(raw["forbidden"])),
@@ -525,11 +535,36 @@ def case_problems(case: Case, shown: str,
                 yield problem(("entities", role, i),
                               f"{phrase!r} is not named in the prompt; the judge can only check "
                               "what the prompt states", "warning")
+    yield from _declared_null_problems(case, problem)
     if case.applicable.constraint and not _NEGATION.search(case.prompt):
         yield problem(("prompt",), "a constraint case must state what must not happen",
                       "warning")
     if case.applicable.quantity and not _AMOUNT.search(case.prompt):
         yield problem(("prompt",), "a quantity case should name its counts or amounts",
+                      "warning")
+    for finding in case_rules.findings(case):
+        yield problem(finding.field, finding.message, "warning")
+
+
+def _declared_null_problems(case: Case, problem: Callable[..., Problem]) -> Iterator[Problem]:
+    """``not_applicable`` must name only dimensions a case may declare, consistently with its
+    entities; a case without actors declares D10 (gaze and intent) or gets a warning."""
+    declared = case.applicable.declared
+    for dim in declared:
+        if dim in FLAG_NULLS:
+            yield problem(("not_applicable",), f"{dim} is not declared here: {FLAG_NULLS[dim]}")
+        elif dim not in DECLARABLE_NULLS:
+            yield problem(("not_applicable",),
+                          f"{dim} applies to every case and cannot be declared not applicable; "
+                          f"declarable: {', '.join(DECLARABLE_NULLS)}")
+    actors = case.entities.get("actors")
+    if "D10" in declared and actors:
+        yield problem(("not_applicable",), f"D10 is declared not applicable, but the case has "
+                                           f"actors ({'; '.join(actors)}): "
+                                           f"{DECLARABLE_NULLS['D10']}")
+    if not actors and "D10" not in declared:
+        yield problem(("not_applicable",), "the case has no actors, so D10 (gaze and intent) "
+                                           "does not apply: add 'not_applicable: [D10]'",
                       "warning")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def _merge(args: argparse.Namespace) -> int:
         print(f"imagetime merge: not a directory: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
-        written = merge(parts, Path(args.out))
+        written = merge(parts, Path(args.out), partial=args.partial)
     except MergeError as exc:
         print(f"imagetime merge: {exc}", file=sys.stderr)
         return 1
@@ -141,26 +142,45 @@ def _run_dirs(paths: Sequence[str]) -> list[Path]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report.figures import has_judge_cost, write_figures
-    from .report.html import write_html
+    from .report.figures import INSTALL_HINT, has_generation_cost, has_judge_cost
+    from .report.html import FIGURES_DIR, write_html
 
     runs = _run_dirs(args.runs)
     if not runs:
         print(f"imagetime report: no report.json under {', '.join(args.runs)}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    index = write_html(runs, out)
+    print(f"imagetime report: {len(runs)} run{'s' if len(runs) != 1 else ''}: making the "
+          f"sheets' thumbnails, the pages and the figures", file=sys.stderr, flush=True)
+    index = write_html(runs, out, progress=_Progress())
     print(f"html: {index}")
-    reports = [json.loads((run / "report.json").read_text(encoding="utf-8")) for run in runs]
-    try:
-        figures = write_figures(reports, out / "figures")
-    except ImportError as exc:
-        print(f"imagetime report: no figures: {exc}", file=sys.stderr)
+    figures = sorted((out / FIGURES_DIR).glob("*.*")) if (out / FIGURES_DIR).is_dir() else []
+    if not figures:
+        print(f"imagetime report: no figures (they need matplotlib: {INSTALL_HINT})",
+              file=sys.stderr)
         return 0
-    print(f"figures: {len(figures)} files in {out / 'figures'}")
+    print(f"figures: {len(figures)} files in {out / FIGURES_DIR}, shown on {index.name}")
+    reports = [json.loads((run / "report.json").read_text(encoding="utf-8")) for run in runs]
+    if not has_generation_cost(reports):
+        print("figures: no reported generation cost in these runs, so no "
+              "generation-cost-vs-Overall figure")
     if not has_judge_cost(reports):
-        print("figures: no judge cost in these runs, so no cost-vs-Overall figure")
+        print("figures: no judge cost in these runs, so no judge-cost-vs-Overall figure")
     return 0
+
+
+class _Progress:
+    """Sheets done so far, on stderr: at most one line a second, and the last one."""
+
+    def __init__(self, every_s: float = 1.0) -> None:
+        self.every_s = every_s
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - self.last >= self.every_s:
+            self.last = now
+            print(f"imagetime report: sheets {done}/{total}", file=sys.stderr, flush=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "(--imagetime-shard=K/N) into one run.")
     merge.add_argument("parts", nargs="+", help="Output directories of the shards.")
     merge.add_argument("-o", "--out", required=True, help="Output directory of the merged run.")
+    merge.add_argument("--partial", action="store_true",
+                       help="Merge parts that do not cover the suite (a shard missing, a -k "
+                       "selection); the merged report says it is partial.")
     merge.set_defaults(func=_merge)
     report = sub.add_parser("report", help="HTML report (leaderboard and case pages) and the "
                             "benchmark's figures from stored runs.")

@@ -32,9 +32,7 @@ def unmet_conditions(case: Case, outcome: ItemOutcome, pass_threshold: float) ->
                 unmet.append(f"forbidden state {verdict.id} {state}: {forbidden[verdict.id].text}"
                              + (f" [judge: {verdict.evidence}]" if verdict.evidence else ""))
     for cap in outcome.caps:
-        lowered = ", ".join(f"{d} {a}->{b}" for d, (a, b) in cap.lowered.items()) or "nothing"
-        unmet.append(f"cap {cap.rule}: {cap.condition} (labels: {', '.join(cap.labels)}; "
-                     f"lowered {lowered})")
+        unmet.append(f"cap {cap.describe()}")
     overall = record.overall
     if overall is None or overall < pass_threshold:
         shown = "none" if overall is None else f"{overall:.2f}"
@@ -53,7 +51,8 @@ def explain(case: Case, outcome: ItemOutcome, unmet: Sequence[str]) -> str:
     lines += [f"  - {u}" for u in unmet]
     levels = " ".join(f"{k} {_fmt(r.tree.get(k))}" for k in LEVEL_KEYS)
     lines.append(f"  scores: C mean {_fmt(r.c_mean)} | D mean {_fmt(r.d_mean)} | "
-                 f"Overall {_fmt(r.overall)} | gate {_fmt(r.tree.get('gate'))} | {levels}")
+                 f"Overall {_fmt(r.overall)} | protocol node {_fmt(r.tree.get('gate'))} | "
+                 f"{levels}")
     scored = " ".join(f"{d}={v}" for d, v in r.scores.items() if v is not None)
     lines.append(f"  dims: {scored}")
     lines.append(f"  labels: {', '.join(r.labels) or 'none'}")

@@ -21,6 +21,13 @@ class PlainFailures(Node):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
+    def _repr_failure_py(self, excinfo: ExceptionInfo[BaseException],  # type: ignore[override]
+                         style: Any = None) -> str | TerminalRepr:
+        # pytest words a setup error here, not in repr_failure: a traceback it would format
+        # (parsing every source file on the way, about a second an item) and then not show.
+        if isinstance(excinfo.value, self.plain_failures):
+            return str(excinfo.value)
+        return super()._repr_failure_py(excinfo, style)
 
 def report_text(report: Any) -> str:
     """A report's failure text as pytest's ``longreprtext`` gives it, without the

@@ -35,6 +35,12 @@ class GateSpecError(ValueError):
     pass
 
 
+# The tree's "Gate: Protocol" node is shown as "protocol", so that the compare table's row is
+# not read as this comparison's own verdict ("gate BREACHED"); "gate" is still accepted.
+NAME_OF_METRIC: dict[str, str] = {"gate": "protocol"}
+METRIC_OF_NAME: dict[str, str] = {"protocol": "gate"}
+
+
 def parse_thresholds(text: str, option: str) -> dict[str, float]:
     """'L5:0.3,overall:0.2' -> {'L5': 0.3, 'overall': 0.2}; names the bad part."""
     limits: dict[str, float] = {}
@@ -43,9 +49,11 @@ def parse_thresholds(text: str, option: str) -> dict[str, float]:
         name = name.strip()
         if name.upper() in (*LEVEL_KEYS, *ALL_DIMS):
             name = name.upper()
+        name = METRIC_OF_NAME.get(name, name)
         if not sep or name not in METRICS:
             raise GateSpecError(f"{option}={text}: {part!r} is not METRIC:NUMBER; metrics: "
-                                f"overall, c_mean, d_mean, gate, L0-L6, C0-C9, D0-D14")
+                                f"overall, c_mean, d_mean, protocol (the tree's protocol node; "
+                                f"also 'gate'), L0-L6, C0-C9, D0-D14")
         try:
             limits[name] = float(value)
         except ValueError:
@@ -164,6 +172,11 @@ def compare(baseline: Mapping[str, Any], current: Mapping[str, Any],
             significant: bool = False, allow_judge_change: bool = False,
             run: str = "") -> GateResult:
     incompatible = [] if allow_judge_change else incompatibilities(baseline, current)
+    from .report.coverage import case_set_difference  # a judge change never excuses this
+
+    different_cases = case_set_difference(baseline, current)
+    if different_cases is not None:
+        incompatible.append(different_cases)
     metrics = ["overall", "gate", *LEVEL_KEYS]
     metrics += [m for m in (*max_drop, *floors) if m not in metrics]
     judged = any(item["status"] != "error" for item in current["items"])
@@ -217,17 +230,19 @@ def gate_lines(results: Sequence[GateResult]) -> list[str]:
         verdict = "BREACHED" if result.breached else "passed"
         lines.append(f"gate {verdict}: {result.run}")
         for problem in result.incompatible:
-            lines.append(f"  not comparable: {problem} (--imagetime-allow-judge-change if "
-                         "intended)")
+            hint = "" if problem.startswith("different cases") else (
+                " (--imagetime-allow-judge-change if intended)")
+            lines.append(f"  not comparable: {problem}{hint}")
         lines.append(f"  {'metric':<8} {'baseline':>8} {'now':>8} {'change':>8} "
                      f"{'95% CI (paired)':>17}  verdict")
         for row in result.rows:
             delta = "-" if row.delta is None else f"{row.delta:+.2f}"
             ci = "-" if row.ci is None else f"{row.ci[0]:+.2f}..{row.ci[1]:+.2f}"
-            lines.append(f"  {row.metric:<8} {_fmt(row.baseline):>8} {_fmt(row.current):>8} "
+            shown = NAME_OF_METRIC.get(row.metric, row.metric)
+            lines.append(f"  {shown:<8} {_fmt(row.baseline):>8} {_fmt(row.current):>8} "
                          f"{delta:>8} {ci:>17}  {row.verdict}")
-        unmeasured = [r.metric for r in result.rows if not r.measured
-                      and (r.metric in result.limited)]
+        unmeasured = [NAME_OF_METRIC.get(r.metric, r.metric) for r in result.rows
+                      if not r.measured and r.metric in result.limited]
         if unmeasured:
             lines.append(f"  not measured by this judge, so not gated: {', '.join(unmeasured)}")
         if result.flipped:

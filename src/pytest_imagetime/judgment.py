@@ -51,6 +51,10 @@ class Judgment:
     tokens_out: int = 0
     cost_usd: float = 0.0
     evaluates_predicates: bool = False
+    # The judge's layout answer (panel_count, is_2x2_grid, order_as_expected,
+    # all_panels_readable, and in the scaffold setting top_left_matches_reference); None for
+    # judges that do not read the layout. It caps C0 (caps.layout_labels).
+    layout: Mapping[str, JSON] | None = None
 
     def to_json(self) -> dict[str, JSON]:
         """What ``dataclasses.asdict`` gives, built field by field: its deep copy of ``raw``
@@ -59,6 +63,7 @@ class Judgment:
         data = {name: getattr(self, name) for name in _JUDGMENT_FIELDS}
         data["scores"] = dict(self.scores)
         data["confidence"] = dict(self.confidence)
+        data["layout"] = None if self.layout is None else dict(self.layout)
         data["predicates"] = tuple(v.to_json() for v in self.predicates)
         data["forbidden"] = tuple(v.to_json() for v in self.forbidden)
         return data
@@ -106,6 +111,14 @@ def validate_judgment(judgment: Judgment, case: Case, setting: Setting,
             problems.append(f"confidence given for {dim}, which is not a C dimension")
         elif conf is not None and not 0.0 <= conf <= 1.0:
             problems.append(f"confidence of {dim} is {conf}, outside [0, 1]")
+    if judgment.confidence:  # a judge that gives confidences gives one with every C score
+        for dim in C_DIMS:
+            has_score = judgment.scores.get(dim) is not None
+            has_conf = judgment.confidence.get(dim) is not None
+            if has_score and not has_conf:
+                problems.append(f"{dim} has a score but no confidence")
+            elif has_conf and not has_score:
+                problems.append(f"{dim} has a confidence but no score")
     bad_labels = sorted(set(judgment.labels) - set(FAILURE_LABELS))
     if bad_labels:
         problems.append(f"failure labels not in the vocabulary: {bad_labels}")

@@ -1,8 +1,9 @@
 """``imagetime lint``: every rule of the case-writing guide that a program can check.
 
-Per-file rules (schema, stages, levels, prompt layout, entities) come from ``cases``; the
-benchmark-wide rules live here: ids unique across files, the action inventory, two variants
-per concept that are not copies, and completeness of the linted domains.
+Per-file rules (schema, stages, levels, prompt layout, entities, and the review rules of
+``case_rules``) come from ``cases``; the benchmark-wide rules live here: ids unique across
+files, the action inventory, two variants per concept that are not copies and that flag what
+they both check alike, near-duplicates across domains, and completeness of the linted domains.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import Case, Problem, case_files, duplicate_id_problems, inspect_case_file
+from .cases import (
+    Case,
+    Problem,
+    case_files,
+    content_words,
+    duplicate_id_problems,
+    inspect_case_file,
+)
 from .inventory import by_domain_and_concept, inventory
 
 COPY_WORD_OVERLAP = 0.8
@@ -49,6 +57,7 @@ def lint_paths(paths: Sequence[Path], *, custom: bool = False,
     if not custom:
         problems.extend(inventory_problems(cases))
         problems.extend(variant_problems(cases))
+        problems.extend(cross_domain_problems(cases))
         if complete:
             problems.extend(completeness_problems(cases))
     return LintResult(tuple(cases), tuple(_dedupe(problems)), len(files))
@@ -123,6 +132,7 @@ def variant_problems(cases: Iterable[Case]) -> Iterator[Problem]:
                               case_id=first.id, field="variant")
         if by_variant[1] and by_variant[2]:
             yield from _copy_problems(by_variant[1][0], by_variant[2][0])
+            yield from sibling_flag_problems(by_variant[1][0], by_variant[2][0])
 
 
 def _copy_problems(a: Case, b: Case) -> Iterator[Problem]:
@@ -147,3 +157,89 @@ def completeness_problems(cases: Iterable[Case]) -> Iterator[Problem]:
             if (row.domain, row.concept, variant) not in present:
                 yield Problem(row.domain, f"inventory concept {row.concept!r} has no variant "
                               f"{variant}", field="concept")
+
+
+# ---------------------------------------------------------------- sibling flags
+
+# What a case's own predicates and temporal constraints check, per applicability flag: a
+# count of things ("three boxes", "the number of cups") or something hidden and seen again.
+_NUMBER = r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d+)"
+CHECKS: dict[str, re.Pattern[str]] = {
+    "quantity": re.compile(
+        rf"(?<!panel )(?<!panels )(?<!and )(?<!, )\b{_NUMBER}\s+(?:[a-z-]+\s+){{0,2}}?[a-z]+s\b"
+        r"|\bcount\b|\bnumber of\b|\bfewer\b|\bas many\b", re.IGNORECASE),
+    "occlusion": re.compile(
+        r"\b(?:hidden|hides|hiding|out of (?:view|sight)|occlud\w*|reappear\w*|disappear\w*|"
+        r"no longer visible|not visible|(?:is|are|becomes?) visible again|covered by|"
+        r"covers (?:the|its|his|her|their))\b", re.IGNORECASE),
+}
+
+
+def checked_kinds(case: Case) -> dict[str, str]:
+    """The applicability flags whose kind of thing the case checks, with the words that show it."""
+    texts = [p.text for p in case.predicates] + list(case.temporal_constraints)
+    found: dict[str, str] = {}
+    for flag, pattern in CHECKS.items():
+        for text in texts:
+            match = pattern.search(text)
+            if match:
+                found[flag] = match.group(0)
+                break
+    return found
+
+
+def sibling_flag_problems(a: Case, b: Case) -> Iterator[Problem]:
+    """Two variants of one concept that both check a count (or an occlusion) must both set the
+    flag that makes the judge score it (D11, D12)."""
+    kinds_a, kinds_b = checked_kinds(a), checked_kinds(b)
+    for flag in CHECKS:
+        on_a, on_b = getattr(a.applicable, flag), getattr(b.applicable, flag)
+        if on_a == on_b or flag not in kinds_a or flag not in kinds_b:
+            continue
+        off, on = (b, a) if on_a else (a, b)
+        words = (kinds_b if off is b else kinds_a)[flag]
+        yield Problem(off.source, f"applicable.{flag} is false, but this case checks it too "
+                      f"({words!r}) and its sibling {on.id} sets it; set it to true",
+                      line=off.line, case_id=off.id, field=f"applicable.{flag}",
+                      severity="warning")
+
+
+# ---------------------------------------------------------------- across domains
+
+# Jaccard similarity of two prompts' content words once the shared template is removed; the
+# packaged cases' cross-domain pairs are at most 0.36 (docs/cases.md).
+CROSS_DOMAIN_SIMILARITY = 0.4
+_OPENING = re.compile(r"^.*?\bshowing\b[^:]*:\s*", re.IGNORECASE)
+_PANEL_LABEL = re.compile(r"\bpanel [1-4]\s*\((?:top|bottom)[ -](?:left|right)\)\s*:",
+                          re.IGNORECASE)
+_TEMPLATE_WORDS = frozenset("panel panels image keep identical every same scene camera view "
+                            "fixed moments".split())
+
+
+def scene_words(case: Case) -> frozenset[str]:
+    """The prompt's content words without the template every prompt shares: the opening
+    sentence up to its colon, the panel labels, and the style sentence."""
+    text = _OPENING.sub("", case.prompt, count=1)
+    text = _PANEL_LABEL.sub(" ", text).lower().replace(case.setup.style.lower(), " ")
+    return frozenset(content_words(text) - _TEMPLATE_WORDS)
+
+
+def similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / max(1, len(a | b))
+
+
+def cross_domain_problems(cases: Sequence[Case],
+                          threshold: float = CROSS_DOMAIN_SIMILARITY) -> Iterator[Problem]:
+    words = [scene_words(c) for c in cases]
+    for i, a in enumerate(cases):
+        for j in range(i + 1, len(cases)):
+            b = cases[j]
+            if a.domain == b.domain:
+                continue
+            score = similarity(words[i], words[j])
+            if score >= threshold:
+                yield Problem(b.source, f"near-duplicate of {a.id} ({a.domain}): once the "
+                              f"shared template is removed their prompts share {score:.0%} of "
+                              f"their words (limit {threshold:.0%}); change the scene, layout or "
+                              f"anchors of one", line=b.line, case_id=b.id, field="prompt",
+                              severity="warning")

@@ -9,16 +9,20 @@ and says what is accepted.
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import shards
 from .judges.base import JudgeOptions
 from .models.base import ModelOptions
 from .models.devices import DeviceError, parse_devices
 from .rubric import SETTINGS, Setting
+from .shards import Shard
 from .sheet_prompts import SHEET, GridError, parse_grid
 
 SUITES = ("imagetime", "tempviz")
@@ -58,6 +62,7 @@ class Options:
     reference_dir: Path | None = None
     reference_model: str | None = None
     grid: tuple[int, int] = SHEET
+    shard_source: str = ""  # the batch system's variable that --imagetime-shard=auto read
     suite: str = "imagetime"
 
     @property
@@ -95,6 +100,9 @@ def add_options(parser: pytest.Parser) -> None:
            f"{model_defaults.timeout_s:g}); then the item is an error.")
     option("model-retries", f"Transport retries of a hosted image request (429, 5xx, timeouts; "
            f"default: {model_defaults.retries}); never a retry for quality.")
+    option("model-header", "Extra HTTP header for hosted image requests as NAME=VALUE (a "
+           "gateway's routing or key header; VALUE $VAR reads the environment variable VAR); "
+           "repeatable.", ini_type="args", action="append", default=None)
     option("model-process", "Draw in a process of its own, so that storing, measuring and "
            "judging never hold the interpreter lock the backend dispatches its kernels with: "
            "auto (default: backends that draw on a GPU), on, off.")
@@ -126,10 +134,17 @@ def add_options(parser: pytest.Parser) -> None:
            f"{defaults.concurrency}); under -n N a run makes up to N times as many.")
     option("judge-timeout", f"Seconds one judge request may take (default: "
            f"{defaults.timeout_s:g}).")
-    option("judge-retries", f"Retries of a failed or invalid judge answer (default: "
-           f"{defaults.retries}); then the item is an error.")
+    option("judge-retries", f"Transport retries of one judge request (429, 5xx, timeouts, "
+           f"resets; default: {defaults.retries}).")
+    option("judge-reasks", f"Requests again after a judge answer that is not usable (not JSON, "
+           f"wrong shape, refused, cut off; default: {defaults.reasks}); then the item is an "
+           f"error. At most (reasks + 1) x (retries + 1) requests a sheet.")
+    option("judge-header", "Extra HTTP header for judge requests as NAME=VALUE (a gateway's "
+           "routing or key header; VALUE $VAR reads the environment variable VAR); "
+           "repeatable.", ini_type="args", action="append", default=None)
     option("judge-param", "Extra request parameter for the judge as KEY=VALUE (VALUE as JSON "
-           "when it parses, e.g. temperature=0, reasoning_effort=high); repeatable.",
+           "when it parses, e.g. reasoning_effort=high, max_completion_tokens=16000, seed=7); "
+           "repeatable.",
            ini_type="args", action="append", default=None)
     option("judge-price", "Judge price as IN,OUT USD per 1M tokens, overriding the shipped "
            "table.")
@@ -143,12 +158,14 @@ def add_options(parser: pytest.Parser) -> None:
            "stop: nothing is generated or judged.", ini_type="bool", action="store_true",
            default=None)
     option("shard", "Run one deterministic, balanced share of the cases as K/N (1 <= K <= N), "
-           "e.g. for a CI matrix or a Slurm array; give each shard its own --imagetime-out and "
-           "join them with 'imagetime merge'.")
+           "e.g. for a CI matrix or a Slurm array, or 'auto' ('auto/N') to take K (and N) from "
+           "SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or CI_NODE_INDEX; give each shard its own "
+           "--imagetime-out and join them with 'imagetime merge' (docs/shards.md).")
     option("baseline", "Baseline to gate on: a report.json (for every run) or an output "
            "directory holding <model>/<judge>/report.json per run.")
     option("max-drop", "Tolerated drops below the baseline, e.g. L5:0.3,overall:0.2 (metrics: "
-           "overall, c_mean, d_mean, gate, L0-L6, C0-C9, D0-D14).")
+           "overall, c_mean, d_mean, protocol (the tree's protocol node), L0-L6, C0-C9, "
+           "D0-D14).")
     option("min", "Absolute floors, e.g. L3:6.0,overall:5 (same metrics).")
     option("update-baseline", "Write this run's reports as the new baseline.",
            ini_type="bool", action="store_true", default=None)
@@ -204,12 +221,34 @@ def _judge_params(config: pytest.Config) -> dict[str, Any]:
     for item in _raw(config, "judge-param") or []:
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
-            raise _fail("judge-param", item, "give KEY=VALUE, e.g. temperature=0")
+            raise _fail("judge-param", item, "give KEY=VALUE, e.g. reasoning_effort=high")
         try:
             params[key.strip()] = json.loads(value)
         except ValueError:
             params[key.strip()] = value
     return params
+
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def _headers(config: pytest.Config, name: str) -> dict[str, str]:
+    """``NAME=VALUE`` headers; a VALUE ``$VAR`` or ``${VAR}`` is read from the environment."""
+    headers: dict[str, str] = {}
+    for item in _raw(config, name) or []:
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or not _HEADER_NAME.match(key):
+            raise _fail(name, item, "give NAME=VALUE with an HTTP header name, e.g. "
+                                    "X-Gateway-Route=imagetime or X-Api-Key=$GATEWAY_KEY")
+        variable = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", value.strip())
+        if variable:
+            value = os.environ.get(variable.group(1), "")
+            if not value:
+                raise _fail(name, item, f"the environment variable {variable.group(1)} is "
+                                        f"not set")
+        headers[key] = value
+    return headers
 
 
 def _price(config: pytest.Config) -> tuple[float, float] | None:
@@ -226,16 +265,13 @@ def _price(config: pytest.Config) -> tuple[float, float] | None:
     return (first, second)
 
 
-def parse_shard(raw: object) -> tuple[int, int] | None:
+def parse_shard(raw: object) -> Shard | None:
     if raw is None:
         return None
     try:
-        k, n = (int(v) for v in str(raw).split("/"))
-    except ValueError:
-        raise _fail("shard", raw, "give K/N with 1 <= K <= N, e.g. 2/8") from None
-    if not 1 <= k <= n:
-        raise _fail("shard", raw, "give K/N with 1 <= K <= N, e.g. 2/8")
-    return (k, n)
+        return shards.parse_shard(str(raw), os.environ)
+    except shards.ShardError as exc:
+        raise _fail("shard", raw, str(exc)) from None
 
 
 def judge_options(config: pytest.Config) -> JudgeOptions:
@@ -255,7 +291,10 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
                           "give seconds, a number above 0"),
         retries=_number(config, "judge-retries", int, defaults.retries, 0, 100,
                         "give an integer from 0 to 100"),
+        reasks=_number(config, "judge-reasks", int, defaults.reasks, 0, 100,
+                       "give an integer from 0 to 100"),
         params=_judge_params(config),
+        headers=_headers(config, "judge-header"),
         price_per_mtok=_price(config),
         prices_file=Path(str(prices)).expanduser() if prices else None,
         response_format=response,
@@ -282,6 +321,7 @@ def model_options(config: pytest.Config) -> ModelOptions:
                           "give seconds, a number above 0"),
         retries=_number(config, "model-retries", int, defaults.retries, 0, 100,
                         "give an integer from 0 to 100"),
+        headers=_headers(config, "model-header"),
         concurrency=_number(config, "model-concurrency", int, defaults.concurrency, 1, 1024,
                             "give an integer from 1 to 1024"),
         process=_model_process(config),
@@ -342,6 +382,7 @@ def _parse(config: pytest.Config) -> Options:
         junit = Path(str(junit_raw)).expanduser()
         if not junit.is_absolute():
             junit = config.invocation_params.dir / junit
+    shard = parse_shard(_raw(config, "shard"))
     return Options(
         models=models,
         judge=str(_raw(config, "judge") or DEFAULT_JUDGE).strip(),
@@ -360,7 +401,8 @@ def _parse(config: pytest.Config) -> Options:
                          "give a number of USD, 0 or more"),
         dry_run=_flag(config, "dry-run"),
         canaries=_flag(config, "canaries"),
-        shard=parse_shard(_raw(config, "shard")),
+        shard=None if shard is None else (shard.k, shard.n),
+        shard_source="" if shard is None else shard.source,
         baseline=_path(config, "baseline"),
         max_drop=_thresholds(config, "max-drop"),
         floors=_thresholds(config, "min"),

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
-from .rubric import ALL_DIMS, GATE, LEVEL_KEYS
+from .rubric import ALL_DIMS, C_DIMS, GATE, LEVEL_KEYS
 
 PREFIX = "imagetime."
 _EMPTY = "[]"  # one string for every empty list property
@@ -71,6 +71,11 @@ class _Tree(_FixedKeys):
     KEYS = TREE_KEYS
 
 
+class _Confidence(_FixedKeys):
+    __slots__ = ()
+    KEYS = tuple(C_DIMS)
+
+
 @dataclass(frozen=True, slots=True)  # slots: the controller keeps one a item to the end
 class ItemRecord:
     key: str  # "<case id>[<model>]" plus "@<setting>" outside prompt-only
@@ -92,6 +97,7 @@ class ItemRecord:
     status: str = "pending"  # passed, failed, error (set from the test outcome)
     error: str | None = None
     scores: Mapping[str, int | None] = field(default_factory=dict)
+    confidence: Mapping[str, float | None] = field(default_factory=dict)  # the judge's, per C
     c_mean: float | None = None
     d_mean: float | None = None
     overall: float | None = None
@@ -105,6 +111,7 @@ class ItemRecord:
     image: str | None = None
     judgment: str | None = None
     cost_usd: float = 0.0
+    generation_cost_usd: float | None = None  # what the image backend reported, if it did
     generation_s: float | None = None
     judge_s: float | None = None
     generated: bool = False  # False when the stored image was reused
@@ -124,6 +131,9 @@ class ItemRecord:
             elif kind is _SCORES:
                 out.extend(_shared(_NAMES.get(d) or PREFIX + d, v) for d, v in value.items()
                            if v is not None)
+            elif kind is _CONF:
+                out.extend((_CONF_NAMES[d], round(v, 4)) for d, v in value.items()
+                           if v is not None)
             else:
                 out.extend(_shared(_NAMES.get(k) or PREFIX + k, round(v, 4))
                            for k, v in value.items() if v is not None)
@@ -137,7 +147,8 @@ class ItemRecord:
         values: dict[str, Any] = {}
         scores: dict[str, Any] = dict.fromkeys(ALL_DIMS)
         tree: dict[str, Any] = dict.fromkeys(TREE_KEYS)
-        into = {_VALUE: values, _SCORES: scores, _TREE: tree}
+        confidence: dict[str, Any] = dict.fromkeys(C_DIMS)
+        into = {_VALUE: values, _SCORES: scores, _TREE: tree, _CONF: confidence}
         read = _READ.get
         for name, value in properties:
             target = read(name)
@@ -147,7 +158,8 @@ class ItemRecord:
         if "key" not in values:
             return None
         return cls(**values, scores=_Scores(tuple(scores.values())),
-                   tree=_Tree(tuple(tree.values())))
+                   tree=_Tree(tuple(tree.values())),
+                   confidence=_Confidence(tuple(confidence.values())))
 
     def with_status(self, status: str, error: str | None = None) -> ItemRecord:
         return replace(self, status=status, error=error if error is not None else self.error)
@@ -155,12 +167,14 @@ class ItemRecord:
 
 # How each field becomes properties and back, worked out once from the declared types:
 # records are turned into properties and back once or twice per item.
-_VALUE, _TUPLE, _SCORES, _TREE = "value", "tuple", "scores", "tree"
+_VALUE, _TUPLE, _SCORES, _TREE, _CONF = "value", "tuple", "scores", "tree", "confidence"
 
 
 def _kind(name: str, type_name: str) -> str:
     if name == "scores":
         return _SCORES
+    if name == "confidence":
+        return _CONF
     if name == "tree":
         return _TREE
     return _TUPLE if type_name.startswith("tuple") else _VALUE
@@ -171,6 +185,7 @@ _PLAN: tuple[tuple[str, str, str], ...] = tuple(
 # One string per property name, shared by every item's properties (they stay in memory, on
 # the items and their reports, for the whole session).
 _NAMES: dict[str, str] = {k: PREFIX + k for k in (*ALL_DIMS, *TREE_KEYS)}
+_CONF_NAMES: dict[str, str] = {d: f"{PREFIX}confidence.{d}" for d in C_DIMS}
 
 
 # Properties stay in memory to the end of the session (pytest keeps every report), and most
@@ -239,7 +254,8 @@ def _coercer(type_name: str) -> Callable[[object], object]:
 # What each property name sets: a field (with its coercer), a score, or a tree value.
 _READ: dict[str, tuple[str, str, Callable[[object], object]]] = {
     **{PREFIX + f.name: (_VALUE, f.name, _coercer(str(f.type))) for f in fields(ItemRecord)
-       if f.name not in ("scores", "tree")},
+       if f.name not in ("scores", "tree", "confidence")},
     **{PREFIX + d: (_SCORES, d, _as_int) for d in ALL_DIMS},
+    **{name: (_CONF, d, _as_float) for d, name in _CONF_NAMES.items()},
     **{PREFIX + k: (_TREE, k, _as_float) for k in TREE_KEYS},
 }

@@ -3,15 +3,17 @@
 Judges are noisy. Each dimension takes the lower median of its K scores (between two scores,
 the lower, as the rubric asks), confidences their mean; a predicate holds and a forbidden
 state is absent only when more than half of the judgments say so; a failure label counts
-when at least half name it. Costs and tokens add up. A dimension null in one repeat is null
-in all of them (validation guarantees it), so nulls stay nulls.
+when at least half name it; the layout answer likewise. Costs and tokens add up. A
+dimension null in one repeat is null in all of them (validation guarantees it), so nulls
+stay nulls.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .judgment import Judgment, Verdict
 from .rubric import ALL_DIMS
@@ -64,4 +66,23 @@ def combine(judgments: Sequence[Judgment]) -> Judgment:
         tokens_out=sum(j.tokens_out for j in judgments),
         cost_usd=math.fsum(j.cost_usd for j in judgments),
         evaluates_predicates=first.evaluates_predicates,
+        layout=_combined_layout([j.layout for j in judgments]),
     )
+
+
+def _combined_layout(layouts: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """The repeats' layout answers as one: a yes needs a strict majority (a tie reads as
+    no, as a label named by half the repeats counts), a panel count the most common one
+    (a tie goes to the count that is not 4)."""
+    given = [layout for layout in layouts if layout]
+    if not given:
+        return None
+    combined: dict[str, Any] = {}
+    for key in dict.fromkeys(k for layout in given for k in layout):
+        values = [layout.get(key) for layout in given]
+        if all(isinstance(v, bool) for v in values):
+            combined[key] = sum(v is True for v in values) * 2 > len(values)
+        else:
+            counts = Counter(values)
+            combined[key] = max(counts, key=lambda v: (counts[v], v != 4))
+    return combined

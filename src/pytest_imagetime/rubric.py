@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-RUBRIC_VERSION = "imagetime-rubric/1"
+RUBRIC_VERSION = "imagetime-rubric/2"
 
 Setting = Literal["prompt-only", "scaffold"]
 SETTINGS: tuple[Setting, ...] = ("prompt-only", "scaffold")
@@ -47,42 +47,56 @@ D_DIMS: dict[str, str] = {
     "D14": "Visual readability for judging",
 }
 ALL_DIMS: tuple[str, ...] = (*C_DIMS, *D_DIMS)
-# What each dimension looks at (the rubric's tables 2 and 3); judges are shown these.
+# What each dimension looks at: every item of the rubric's tables 2 and 3, as the judge reads them.
 DIM_FOCUS: dict[str, str] = {
     "C0": "exactly four readable, self-contained panels in the expected 2x2 temporal order",
-    "C1": "scaffold only: t1 preserves the reference subject, scene, style, view, layout, state",
-    "C2": "subjects, objects, quantities, roles, orientation, materials, reflections, target and "
-          "non-target identities persist",
+    "C1": "scaffold settings only: t1 and the subsequent panels preserve the reference's "
+          "subject, scene, style, view, layout and state",
+    "C2": "subjects, objects, quantities, roles, orientation, materials, reflections, and "
+          "target / non-target identities persist",
     "C3": "scene, relative positions, support, scale, camera, depth, lighting, shadows, "
-          "reflections, anchors coherent",
-    "C4": "task-effective displacement with plausible pose, direction, support, path progression",
-    "C5": "t1 -> t2 -> t3 -> t4 without skipped or premature states",
-    "C6": "state changes follow visible preconditions, contact, force, tool use, body mechanics, "
-          "conservation",
-    "C7": "agents, tools, targets, recipients, garments, gaze, attention, affordances interact "
-          "plausibly",
-    "C8": "negations, selective operations, blocked actions, counterfactual conditions obeyed",
-    "C9": "clear, coherent, artifact-free enough, style-matched, informative for judging",
-    "D0": "complete, separated, ordered, readable panels; not stitched, merged, polluted, cropped",
-    "D1": "actor, target, recipient, tool, container, obstacle, non-target, final object bound "
-          "correctly",
-    "D2": "objects appear, disappear, transform, transfer or hide only for task-valid reasons",
-    "D3": "anchors, textures, shadows, reflections, windows, roads, signs, background objects "
-          "persist",
-    "D4": "left/right, front/back, inside/outside, support, contact, containment, distance "
-          "consistent",
-    "D5": "viewpoint, crop, scale, perspective, lighting, shadows, depth stable unless justified",
-    "D6": "pose, position, facing, stride phase, support and displacement change together",
-    "D7": "hand-object, tool-target, foot-ground, grip, pouring, insertion, hinge, handle geometry",
-    "D8": "important changes and source/target variables visibly decomposed, not only start/end",
-    "D9": "t1-t4 meaningfully different ordered phases; no repeats, early final states, unrelated "
-          "snapshots",
-    "D10": "attention, gaze and intent aligned with the task",
-    "D11": "counts, fill levels, source/target volumes, selections, colour bindings",
-    "D12": "occluded objects hidden and reappearing consistently",
-    "D13": "prohibitions, blocked actions, no-action outcomes, selective operations, "
-           "counterfactuals executed",
-    "D14": "small objects, hands, contact points, tools, openings, panel boundaries readable",
+          "reflections and anchors remain coherent",
+    "C4": "actors or objects show task-effective displacement with plausible pose, direction, "
+          "support and path progression",
+    "C5": "panels follow t1 -> t2 -> t3 -> t4 without skipped or premature states",
+    "C6": "state changes follow visible preconditions, contact, force, tool use, body mechanics "
+          "and conservation",
+    "C7": "agents, tools, targets, recipients, garments, gaze, attention and affordances "
+          "interact plausibly",
+    "C8": "explicit negations, selective operations, blocked actions and counterfactual "
+          "conditions are obeyed",
+    "C9": "the full sheet is clear, coherent, artifact-free enough, style-matched and "
+          "informative for judging",
+    "D0": "panels complete, separated, ordered, readable; not stitched, merged, polluted or "
+          "cropped",
+    "D1": "correct actor, target, recipient, tool, container, obstacle, non-target object and "
+          "final object",
+    "D2": "objects and actors persist, transform, transfer, hide, appear or disappear only for "
+          "task-valid reasons",
+    "D3": "stable anchors, surface textures, shadows, reflections, windows, roads, signs and "
+          "background objects stay consistent",
+    "D4": "left/right, front/back, inside/outside, support, contact, containment, distance and "
+          "anchor-relative positions are coherent",
+    "D5": "viewpoint, crop, scale, perspective, lighting, shadows, reflections and depth stay "
+          "stable unless justified",
+    "D6": "pose, position, facing direction, stride phase, support and displacement change "
+          "together",
+    "D7": "hand-object, tool-target, foot-ground, grip, pouring, insertion, hinge, sleeve, "
+          "collar, handle and support geometry is plausible",
+    "D8": "important state changes and source/target variables are visibly decomposed, not "
+          "only shown as start and end",
+    "D9": "t1-t4 are meaningfully different ordered phases: not repeats, early final states or "
+          "unrelated snapshots",
+    "D10": "gaze, head orientation, pointing, reaching, body facing and attention align with "
+           "the active target",
+    "D11": "counts, fill levels, source/target volumes, selected objects, groups and "
+           "color-object bindings are correct, when applicable",
+    "D12": "hidden, inside, behind or reappearing objects stay consistent, when occlusion is "
+           "task-relevant",
+    "D13": "explicit prohibitions, blocked actions, no-action outcomes, selective operations "
+           "and counterfactual conditions hold",
+    "D14": "small objects, hands, feet, contact points, faces, tools, openings, reflections and "
+           "panel boundaries are clear enough",
 }
 SCORE_MIN, SCORE_MAX = 0, 10
 
@@ -97,7 +111,11 @@ class TreeNode:
     d_dims: tuple[str, ...]
 
 
-GATE = TreeNode("gate", "Protocol", ("C0",), ("D0", "D14"))
+# The tree's "Gate: Protocol" node: a mean score, reported apart from L0-L6. Not to be confused
+# with the layout gate (GATE_C0_MIN), a pass/fail check on each sheet's C0.
+GATE = TreeNode("gate", "Protocol node", ("C0",), ("D0", "D14"))
+PROTOCOL_NODE_LABEL = "protocol node (C0, D0, D14)"
+LAYOUT_GATE_LABEL = "layout gate (C0 >= 5)"
 LEVELS: tuple[TreeNode, ...] = (
     TreeNode("L0", "Static grounding", ("C2", "C3", "C9"), ("D1", "D14")),
     TreeNode("L1", "Identity and anchors", ("C2", "C3"), ("D2", "D3", "D5")),
@@ -113,16 +131,33 @@ LEVEL_NAMES: dict[str, str] = {node.key: node.name for node in LEVELS}
 
 @dataclass(frozen=True, slots=True)
 class Applicability:
-    """Which optional dimensions a case makes applicable (the rubric's null rules)."""
+    """Which optional dimensions a case makes applicable (the rubric's null rules), and the
+    dimensions the case itself declares not applicable (``not_applicable`` in its file)."""
 
     constraint: bool
     quantity: bool
     occlusion: bool
+    declared: tuple[str, ...] = ()
+
+
+# Dimensions a case may declare not applicable, and when the declaration is consistent with
+# its entities. C1 follows the setting; C8, D13, D11 and D12 follow ``applicable``.
+DECLARABLE_NULLS: dict[str, str] = {
+    "D10": "gaze and intent need an agent: only a case without actors declares it",
+}
+# Where ``applicable`` already says it: a declaration of these is refused with this pointer.
+FLAG_NULLS: dict[str, str] = {
+    "C1": "C1 follows the setting (null in prompt-only)",
+    "C8": "set applicable.constraint to false",
+    "D13": "set applicable.constraint to false",
+    "D11": "set applicable.quantity to false",
+    "D12": "set applicable.occlusion to false",
+}
 
 
 def nullable_dims(setting: Setting, applicable: Applicability) -> frozenset[str]:
     """Dimensions that must be null for this case and setting; all others must be scored."""
-    dims: set[str] = set()
+    dims: set[str] = set(applicable.declared)
     if setting == "prompt-only":
         dims.add("C1")
     if not applicable.constraint:
@@ -157,6 +192,21 @@ FAILURE_LABELS: dict[str, str] = {
     "non_conservation": "source and target quantities fail to co-vary",
     "constraint_violation": "a blocked or counterfactual condition is violated",
     "occlusion_inconsistency": "occluded objects reappear inconsistently",
+    "reference_not_kept": "scaffold setting: the top-left panel does not keep the reference "
+                          "image",
+}
+
+
+# Which cases a cap rule applies to (section 4.3 names the scope of some conditions).
+CapScope = Literal["always", "constraint", "source_target", "motion", "scaffold"]
+CAP_SCOPES: dict[CapScope, str] = {
+    "always": "every case",
+    "constraint": "cases with an explicit constraint (applicable.constraint)",
+    "source_target": "transfer, filling, emptying or assembly tasks: cases with quantity "
+                     "binding, an object-state transition (L3, whose focus is source-target "
+                     "conservation), a container or a recipient",
+    "motion": "motion tasks: cases that probe spatial transition (L2)",
+    "scaffold": "the scaffold setting (the top-left panel is the reference)",
 }
 
 
@@ -168,8 +218,11 @@ class CapRule:
     condition: str
     labels: frozenset[str]
     limits: Mapping[str, int]
-    only_if: Literal["always", "constraint", "quantity"] = "always"
+    only_if: CapScope = "always"
 
+
+# An item passes the layout gate when its post-cap C0 reaches this value.
+GATE_C0_MIN = 5
 
 _TEMPORAL = ("C4", "C5", "C6", "C7")
 _PHASE = ("D6", "D7", "D8", "D9", "D10")
@@ -180,6 +233,13 @@ CAP_RULES: tuple[CapRule, ...] = (
         "the output is not a usable ordered 2x2 sheet",
         frozenset({"not_2x2_sheet"}),
         {"C0": 0, "D0": 2, **dict.fromkeys(_TEMPORAL, 2), **dict.fromkeys(_PHASE, 2)},
+    ),
+    CapRule(
+        "reference-not-kept",
+        "in the scaffold setting, the top-left panel does not keep the reference",
+        frozenset({"reference_not_kept"}),
+        {"C0": GATE_C0_MIN - 1, "C1": 3},
+        only_if="scaffold",
     ),
     CapRule(
         "panorama-or-collage",
@@ -200,17 +260,24 @@ CAP_RULES: tuple[CapRule, ...] = (
         {"C2": 4, "D1": 5, "D2": 4},
     ),
     CapRule(
-        "no-motion-or-copied-phases",
-        "a motion task lacks objective displacement, or phases are copied",
-        frozenset({"copied_phases", "no_displacement"}),
+        "copied-phases",
+        "phases are copied",
+        frozenset({"copied_phases"}),
         {"C0": 4, "C4": 2, "C5": 3, "D6": 3, "D8": 3, "D9": 2},
+    ),
+    CapRule(
+        "no-displacement",
+        "a motion task lacks objective displacement",
+        frozenset({"no_displacement"}),
+        {"C4": 2, "D6": 3, "D8": 4},
+        only_if="motion",
     ),
     CapRule(
         "non-conservation",
         "source and target states fail to co-vary in transfer, filling, emptying or assembly",
         frozenset({"non_conservation"}),
         {"C6": 4, "D8": 5, "D11": 3},
-        only_if="quantity",
+        only_if="source_target",
     ),
     CapRule(
         "constraint-violated",
@@ -220,6 +287,3 @@ CAP_RULES: tuple[CapRule, ...] = (
         only_if="constraint",
     ),
 )
-
-# An item passes the layout gate when its post-cap C0 reaches this value.
-GATE_C0_MIN = 5

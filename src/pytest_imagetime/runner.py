@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .caps import AppliedCap, apply_caps
+from .caps import AppliedCap, apply_caps, case_scopes, layout_labels
 from .cases import Case
 from .item_error import ItemError
 from .judges.base import SheetToJudge
@@ -28,7 +28,7 @@ from .models.base import (
 from .record import ItemRecord
 from .references import Reference, ReferenceError
 from .repeats import combine
-from .rubric import RUBRIC_VERSION
+from .rubric import C_DIMS, RUBRIC_VERSION
 from .run_spec import RunSpec
 from .scoring import ItemScores, score_item
 from .sheet import METRICS_VERSION, geometry
@@ -64,8 +64,7 @@ class ItemOutcome:
 
 def describe_cap(cap: AppliedCap) -> str:
     """One line that says which rule fired, why, and what it lowered."""
-    lowered = ", ".join(f"{d} {a}->{b}" for d, (a, b) in cap.lowered.items()) or "nothing"
-    return f"{cap.rule}: {cap.condition} (labels: {', '.join(cap.labels)}; lowered {lowered})"
+    return cap.describe()
 
 
 def case_seed(run_seed: int, case_id: str) -> int:
@@ -487,24 +486,33 @@ def stored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet
 def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
                    judgment: Judgment, judged: bool) -> ItemOutcome:
     """Caps applied to the judgment, scores and the item's record."""
-    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet))))
-    capped, caps = apply_caps(judgment.scores, labels, case.applicable)
+    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet))
+                          | set(layout_labels(judgment.layout, spec.setting))))
+    capped, caps = apply_caps(judgment.scores, labels, case_scopes(case, spec.setting))
     scores = score_item(capped)
     failed_predicates = tuple(v.id for v in judgment.predicates if v.value is not True)
     observed = tuple(v.id for v in judgment.forbidden if v.value is not False)
     record = replace(
-        base, judge_model=judgment.judge_model, scores=capped, c_mean=scores.c_mean,
+        base, judge_model=judgment.judge_model, scores=capped,
+        confidence={d: judgment.confidence.get(d) for d in C_DIMS}, c_mean=scores.c_mean,
         d_mean=scores.d_mean, overall=scores.overall, tree=dict(scores.tree),
         gate_pass=scores.gate_pass, labels=labels, caps=tuple(describe_cap(c) for c in caps),
         predicates_failed=failed_predicates if judgment.evaluates_predicates else (),
         forbidden_observed=observed if judgment.evaluates_predicates else (),
         predicates_checked=judgment.evaluates_predicates,
         image=str(spec.paths.image(case.id)), judgment=str(spec.paths.judgment(case.id)),
-        cost_usd=judgment.cost_usd,
+        cost_usd=judgment.cost_usd, generation_cost_usd=_generation_cost(sheet.record),
         generation_s=sheet.record.get("seconds"),
         judge_s=judgment.latency_s, generated=sheet.generated, judged=judged,
     )
     return ItemOutcome(record, judgment, caps, scores)
+
+
+def _generation_cost(record: Mapping[str, Any]) -> float | None:
+    """The cost the image backend reported for this sheet (hosted backends), else None."""
+    details = record.get("details")
+    cost = details.get("cost_usd") if isinstance(details, Mapping) else None
+    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
 
 
 def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .rubric import ALL_DIMS, C_DIMS, D_DIMS, GATE, GATE_C0_MIN, LEVELS, TreeNode
@@ -79,6 +79,8 @@ class Scored:
     scores: Mapping[str, int | None]
     labels: tuple[str, ...] = ()
     cost_usd: float = 0.0
+    confidence: Mapping[str, float | None] = field(default_factory=dict)  # the judge's, per C
+    generation_cost_usd: float | None = None
 
 
 def _summary(items: Sequence[Scored], scored: Mapping[int, ItemScores]) -> dict[str, Any]:
@@ -97,6 +99,8 @@ def _summary(items: Sequence[Scored], scored: Mapping[int, ItemScores]) -> dict[
                            if per_item else None),
         "tree": {k: mean(s.tree[k] for s in per_item) for k in TREE_KEYS},
         "tree_n": {k: sum(s.tree[k] is not None for s in per_item) for k in TREE_KEYS},
+        # The judge's mean confidence per C dimension (null where no judgment gave one).
+        "judge_confidence": {d: mean(i.confidence.get(d) for i in judged) for d in C_DIMS},
     }
     return out
 
@@ -123,4 +127,8 @@ def aggregate(items: Iterable[Scored]) -> dict[str, Any]:
     counts = Counter(label for i in judged for label in set(i.labels))
     result["labels"] = dict(sorted(counts.items()))
     result["cost_usd"] = math.fsum(i.cost_usd for i in ordered)
+    # The image backend's reported cost of the sheets (the paper's cost axis), where known.
+    generation = [i.generation_cost_usd for i in ordered if i.generation_cost_usd is not None]
+    result["generation_cost_usd"] = math.fsum(generation) if generation else None
+    result["generation_cost_n"] = len(generation)
     return result

@@ -31,6 +31,9 @@ from .run_spec import RunSpec
 from .scheduling import is_case_nodeid, shard_cases, share_of
 from .store import RunPaths, read_json, with_setting
 
+if TYPE_CHECKING:
+    from .report.coverage import Suite
+
 # What runs items (runner, pipeline, records, conditions) and what reports on them (reports,
 # gate) is imported when first used: a session that only collects (--collect-only, a dry
 # run, a -k selection that leaves nothing) never loads them, nor Pillow and numpy.
@@ -176,6 +179,18 @@ class ImagetimeSession:
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
         self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
+        # Case files this process collected: the suite reuses them instead of loading again.
+        self.collected_files: dict[Path, tuple[Case, ...]] = {}
+        self._ran_keys: set[str] = set()  # items this session ran: its JUnit file's
+
+    @functools.cached_property
+    def suite(self) -> Suite:
+        """Every case of the case files this run collects from, before -k, -m, --lf or a
+        shard select some."""
+        from .report.coverage import suite_of
+
+        return suite_of(self.config.args, self.config.invocation_params.dir,
+                        self.collected_files)
 
     @property
     def pipeline(self) -> Pipeline:
@@ -227,8 +242,9 @@ class ImagetimeSession:
         if self.baselines:
             self._mark_known_failures(items)
         if self.options.shard is not None:
-            kept = shard_cases([i.case.id for i in items if isinstance(i, CaseItem)],
-                               self.options.shard)
+            # A share of the suite, not of the selection: shard K is the same cases whatever
+            # -k or --lf keeps, so its reruns and its merge agree on what it covers.
+            kept = shard_cases(list(self.suite.cases), self.options.shard)
             others = [i for i in items if isinstance(i, CaseItem) and i.case.id not in kept]
             if others:
                 config.hook.pytest_deselected(items=others)
@@ -478,8 +494,11 @@ class ImagetimeSession:
             from .report.junit import write_junit_items
             from .report.pytest_junit import junit_family
 
-            write_junit_items(self.options.junit, [report["items"] for _, report in self.reports],
-                              self.messages,
+            # The items this session ran: a report also holds those it kept from earlier runs.
+            ran = self._ran_keys
+            write_junit_items(self.options.junit,
+                              [[i for i in report["items"] if i["key"] in ran]
+                               for _, report in self.reports], self.messages,
                               case_properties=junit_family(self.config) == "xunit1",
                               reports=[report for _, report in self.reports],
                               root=self.config.invocation_params.dir)
@@ -510,12 +529,18 @@ class ImagetimeSession:
         self.retired_baselines.append(found)
 
     def _write_reports(self) -> None:
-        """Each run's report of the items this session ran, compared with its baseline."""
+        """Each run's report of the items this session ran and of the run directory's other
+        current items, compared with its baseline."""
         from .gate import compare, gate_json
-        from .report.json_report import items_of, report_of_items, write_report
+        from .report.coverage import coverage_json, kept_items
+        from .report.json_report import case_set_of_items, items_of, report_of_items, write_report
+        from .report.scores_csv import write_run_records
         from .runner import now
 
         created = now()
+        suite = self.suite
+        scope = suite.scope(self.options.shard)
+        in_scope = {case_id: suite.cases[case_id] for case_id in scope}
         for spec in self.runs.values():
             records = self.records.pop(str(spec.paths.run_dir), None)
             if not records:
@@ -525,8 +550,18 @@ class ImagetimeSession:
             manifest = self._manifest(spec, records)
             # The records become the report's items (and leave memory as they do): the
             # HTML links and the JUnit file below are made from those items.
-            report = report_of_items(manifest, items_of(records), created,
+            items = items_of(records)
+            ran = len(items)
+            self._ran_keys.update(i["key"] for i in items)
+            # The directory's other current items stay: a subset updates a full report.
+            kept = kept_items(previous if isinstance(previous, dict) else None, manifest,
+                              in_scope, (i["key"] for i in items))
+            if kept:
+                items = sorted(items + kept, key=lambda i: str(i["key"]))
+                manifest["cases"] = case_set_of_items(items)
+            report = report_of_items(manifest, items, created,
                                      previous if isinstance(previous, dict) else None)
+            report["coverage"] = coverage_json(items, suite, self.options.shard, ran)
             if self.canaries is not None:
                 report["canaries"] = self.canaries
             baseline = self.baselines.get(str(spec.paths.run_dir))
@@ -538,6 +573,7 @@ class ImagetimeSession:
                 report["gate"] = gate_json(result)
             self.config.hook.pytest_imagetime_update_report(report=report, config=self.config)
             write_report(spec.paths.report, report)
+            write_run_records(spec.paths.run_dir, spec.judge, report["items"])
             self.reports.append((spec.paths.report, report))
 
     def _write_galleries(self) -> None:
@@ -582,6 +618,7 @@ class ImagetimeSession:
             "run_dir": str(spec.paths.run_dir),
             "cases": case_set(records),
             "shard": None if self.options.shard is None else "{}/{}".format(*self.options.shard),
+            "shard_source": self.options.shard_source or None,
         }
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -598,6 +635,12 @@ class ImagetimeSession:
         tr.write_sep("=", "ImageTime summary")
         for line in summary_lines([report for _, report in self.reports]):
             tr.write_line(line)
+        for _, report in self.reports:
+            coverage = report["coverage"]
+            if coverage["kept"]:
+                tr.write_line(f"{_report_name(report)}: {coverage['ran']} items ran in this "
+                              f"session; {coverage['kept']} kept from this directory's last "
+                              f"report")
         for path, _ in self.reports:
             tr.write_line(f"report: {path}")
         if self.options.junit is not None:
@@ -631,6 +674,11 @@ def _packaged_nodeid(path: Path, rootpath: Path) -> Any:
     return NodeId(path=relative)
 
 
+def _report_name(report: dict[str, Any]) -> str:
+    manifest = report["manifest"]
+    return with_setting(str(manifest["model"]["spec"]), manifest["setting"])
+
+
 def _run_label(spec: RunSpec) -> str:
     return f"{with_setting(spec.model.name, spec.setting, spec.grid)} | {spec.judge.name}"
 
@@ -648,6 +696,7 @@ class CaseFile(PlainFailures, pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         session: ImagetimeSession = self.config.stash[session_key]
         cases = load_case_file(self.path, display=self.nodeid or self.path.name)
+        session.collected_files[self.path.resolve()] = cases
         structured = hasattr(self, "id")  # pytest >= 9.2 keeps node ids as NodeId
         for case in cases:
             for spec, run in session.runs.items():

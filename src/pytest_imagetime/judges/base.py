@@ -59,8 +59,10 @@ class JudgeOptions:
     key_env: str | None = "OPENAI_API_KEY"  # None: the server needs no key
     concurrency: int = 8
     timeout_s: float = 120.0
-    retries: int = 2
+    retries: int = 2  # transport retries of one request (429, 5xx, timeouts, resets)
+    reasks: int = 2  # requests again after an answer that arrived but is not usable
     params: Mapping[str, JSON] = field(default_factory=dict)  # extra request parameters
+    headers: Mapping[str, str] = field(default_factory=dict)  # extra HTTP headers (gateways)
     price_per_mtok: tuple[float, float] | None = None  # (input, output) USD per 1M tokens
     prices_file: Path | None = None
     response_format: str = "json_schema"

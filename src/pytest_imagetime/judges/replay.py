@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judgment import JudgeError, Judgment
+from ..rubric import RUBRIC_VERSION
 from .base import SheetToJudge
 
 
@@ -65,6 +66,11 @@ class ReplayJudge:
             raise JudgeError(f"the stored judgment {path} is for another image than "
                              f"{sheet.path}; replay needs the same sheets")
         if record.get("case_spec_sha256") != sheet.case.spec_hash:
+            stored_rubric = record.get("rubric_version")
+            if stored_rubric != RUBRIC_VERSION:  # the case's form changed with the rubric
+                raise JudgeError(f"the stored judgment {path} was made under {stored_rubric}, "
+                                 f"this is {RUBRIC_VERSION}: its answers are not mixed with "
+                                 f"this rubric's; judge the sheets again")
             raise JudgeError(f"the stored judgment {path} was made for another version of "
                              f"case {sheet.case.id!r}")
         return judgment

@@ -3,14 +3,17 @@
 Works against OpenAI and against servers a team runs itself (vLLM, Ollama, LM Studio,
 llama.cpp's server) through ``--imagetime-judge-base-url``. The answer must match a JSON
 Schema (structured outputs) and the case; an invalid answer is asked again a bounded number
-of times and then fails the item as an error with the reason, never as a score.
-Transport failures (429 with Retry-After, 5xx, timeouts, resets) are retried by the client
-with exponential backoff; what still fails becomes an error with its reason.
+of times (``reasks``) and then fails the item as an error with the reason, never as a score.
+Transport failures (429 with Retry-After, 5xx, timeouts, resets) are retried ``retries`` times
+by ``openai_client.Endpoint``, which also checks the endpoint before the first call and stops
+calling one that fails the same way again and again; what still fails is an error with its
+reason. Worst case per sheet: (reasks + 1) x (retries + 1) requests.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import io
 import json
@@ -24,21 +27,27 @@ from typing import Any
 import jsonschema
 from PIL import Image
 
+from ..cases import Case
 from ..judgment import JudgeError, Judgment, Verdict, validate_judgment
-from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION
+from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
+from ..openai_client import Endpoint, EndpointConfig, load_sdk, safe_url
+from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
 from .base import JudgeOptions, SheetToJudge
 from .prices import Price, cost_usd, price_for
 from .prompt import (
     FORBIDDEN_VERDICTS,
     PREDICATE_VERDICTS,
     PROMPT_VERSION,
+    SchemaKey,
     case_text,
+    prompt_template,
+    prompt_template_sha256,
     response_format,
     response_schema,
+    schema_for_key,
+    schema_key,
     system_prompt,
 )
-
-INSTALL_HINT = "pip install 'pytest-imagetime[openai]'"
 
 
 class InvalidAnswer(JudgeError):
@@ -46,11 +55,18 @@ class InvalidAnswer(JudgeError):
 
 
 def _openai() -> Any:
-    try:
-        import openai
-    except ImportError:
-        raise ImportError(f"the vlm judge needs the openai package: {INSTALL_HINT}") from None
-    return openai
+    return load_sdk("the vlm judge")
+
+
+def endpoint_for(options: JudgeOptions, api_key: str | None, who: str = "the judge endpoint",
+                 **hints: str) -> Endpoint:
+    """The judge options' endpoint: its client, checks, retries and breaker."""
+    config = EndpointConfig(
+        who=who, model=options.model,
+        base_url=options.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        api_key=api_key, key_env=options.key_env, timeout_s=options.timeout_s,
+        retries=options.retries, headers=dict(options.headers), **hints)
+    return Endpoint(config, error=JudgeError, bad_body=InvalidAnswer)
 
 
 def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
@@ -69,9 +85,14 @@ def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-@functools.cache
-def _answer_validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(response_schema())
+@functools.lru_cache(maxsize=256)
+def _validator_of(key: SchemaKey) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema_for_key(*key))
+
+
+def _answer_validator(case: Case, setting: Setting) -> jsonschema.Draft202012Validator:
+    """A validator of this case's answer schema, shared by cases alike in ids and nulls."""
+    return _validator_of(schema_key(case, setting))
 
 
 class VlmJudge:
@@ -82,14 +103,14 @@ class VlmJudge:
         self.options = options or JudgeOptions()
         # Imported here, at start-up: a missing package stops the run before any image is
         # generated, and judge threads do not queue on the first import.
-        self._sdk = _openai()
+        _openai()
         self.model = argument or self.options.model
+        if self.model != self.options.model:
+            self.options = dataclasses.replace(self.options, model=self.model)
         self.api_key = self._api_key()
         self.price: Price | None = price_for(self.model, self.options.price_per_mtok,
                                              self.options.prices_file)
-        self._client: Any = self._sdk.OpenAI(
-            api_key=self.api_key or "unused", base_url=self.base_url,
-            timeout=self.options.timeout_s, max_retries=self.options.retries)
+        self.endpoint = endpoint_for(self.options, self.api_key)
 
     def _api_key(self) -> str | None:
         env = self.options.key_env
@@ -111,20 +132,26 @@ class VlmJudge:
     def scored_dims(self) -> frozenset[str]:
         return frozenset(ALL_DIMS)
 
+    def prompt_template(self) -> str:
+        """The prompt's text, kept with the run (``judge_prompt.txt``)."""
+        return prompt_template()
+
     def config(self) -> Mapping[str, Any]:
         return {"judge": "vlm", "judge_model": self.model, "base_url": self.base_url,
                 "prompt_version": PROMPT_VERSION, "rubric_version": RUBRIC_VERSION,
+                "prompt_template_sha256": prompt_template_sha256(),
                 "params": dict(self.options.params), "response_format":
                 self.options.response_format,
                 "price_usd_per_mtok": list(self.price) if self.price else None}
 
     @property
     def base_url(self) -> str | None:
-        return self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        """The endpoint as shown and stored: credentials in it are masked."""
+        return safe_url(self.endpoint.config.base_url)
 
     def client(self) -> Any:
         """One client for every judge thread (it is thread-safe and pools connections)."""
-        return self._client
+        return self.endpoint.client
 
     # ------------------------------------------------------------ one judgment
 
@@ -132,7 +159,7 @@ class VlmJudge:
         text = case_text(sheet.case, sheet.setting)
         if self.options.response_format == "json_object":
             text += ("\nAnswer with a JSON object matching this JSON Schema:\n"
-                     + json.dumps(response_schema()))
+                     + json.dumps(response_schema(sheet.case, sheet.setting)))
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         if sheet.setting == "scaffold" and sheet.reference is not None:
             content.append({"type": "image_url",
@@ -143,56 +170,49 @@ class VlmJudge:
         return [{"role": "system", "content": system_prompt()},
                 {"role": "user", "content": content}]
 
+    def request(self, sheet: SheetToJudge) -> dict[str, Any]:
+        """The Chat Completions request for one sheet: model, messages, response format and
+        the extra parameters (``--imagetime-judge-param``)."""
+        request: dict[str, Any] = {"model": self.model, "messages": self.messages(sheet),
+                                   "response_format": response_format(
+                                       self.options.response_format, sheet.case,
+                                       sheet.setting)}
+        request.update(self.options.params)
+        return request
+
     def judge(self, *, sheet: SheetToJudge) -> Judgment:
-        messages = self.messages(sheet)
+        request = self.request(sheet)
         problems: list[str] = []
         tokens_in = tokens_out = 0
         started = time.perf_counter()
-        # Transport failures were already retried by the client: they end here. An answer
+        # Transport failures were already retried by the endpoint: they end here. An answer
         # that arrived but is unusable (InvalidAnswer) is asked for again.
-        for _attempt in range(self.options.retries + 1):
+        for _attempt in range(self.options.reasks + 1):
             try:
-                response = self._call(messages)
-                usage = getattr(response, "usage", None)
-                tokens_in += int(getattr(usage, "prompt_tokens", 0) or 0)
-                tokens_out += int(getattr(usage, "completion_tokens", 0) or 0)
-                judgment = self._parse(response, sheet, tokens_in, tokens_out,
-                                       time.perf_counter() - started)
-                try:
-                    validate_judgment(judgment, sheet.case, sheet.setting, self.scored_dims)
-                except JudgeError as exc:
-                    raise InvalidAnswer(str(exc)) from None
+                response = self._call(request)
+                used_in, used_out = usage_tokens(response)
+                tokens_in += used_in
+                tokens_out += used_out
+                return self.answer(response, sheet, tokens_in, tokens_out,
+                                   time.perf_counter() - started)
             except InvalidAnswer as exc:
                 problems.append(self._redact(str(exc)))
-                continue
-            return judgment
         raise JudgeError(f"no valid judgment after {len(problems)} attempts: "
                          + " | ".join(problems))
 
-    def _call(self, messages: list[dict[str, Any]]) -> Any:
-        openai = self._sdk
-        request: dict[str, Any] = {"model": self.model, "messages": messages,
-                                   "response_format": response_format(
-                                       self.options.response_format)}
-        request.update(self.options.params)
+    def answer(self, response: Any, sheet: SheetToJudge, tokens_in: int, tokens_out: int,
+               latency: float) -> Judgment:
+        """The judgment in one response, checked against the schema and the case; raises
+        InvalidAnswer when it is not usable."""
+        judgment = self._parse(response, sheet, tokens_in, tokens_out, latency)
         try:
-            return self.client().chat.completions.create(**request)
-        except openai.APIStatusError as exc:
-            raise JudgeError(self._redact(f"HTTP {exc.status_code} from the judge endpoint "
-                                          f"after {self.options.retries} retries: "
-                                          f"{_short(exc.message)}")) from None
-        except openai.APITimeoutError:
-            raise JudgeError(f"the judge endpoint timed out ({self.options.timeout_s:g} s, "
-                             f"{self.options.retries} retries)") from None
-        except openai.APIConnectionError as exc:
-            raise JudgeError(self._redact(f"cannot reach the judge endpoint "
-                                          f"{self.base_url or 'api.openai.com'}: {exc}")
-                             ) from None
-        except openai.APIError as exc:
-            raise JudgeError(self._redact(f"bad response from the judge endpoint: "
-                                          f"{_short(str(exc))}")) from None
-        except ValueError as exc:  # a response body that is not JSON
-            raise InvalidAnswer(f"the response body is not JSON: {_short(str(exc))}") from None
+            validate_judgment(judgment, sheet.case, sheet.setting, self.scored_dims)
+        except JudgeError as exc:
+            raise InvalidAnswer(str(exc)) from None
+        return judgment
+
+    def _call(self, request: dict[str, Any]) -> Any:
+        return self.endpoint.call(lambda client: client.chat.completions.create(**request))
 
     def _parse(self, response: Any, sheet: SheetToJudge, tokens_in: int, tokens_out: int,
                latency: float) -> Judgment:
@@ -200,18 +220,12 @@ class VlmJudge:
         if not choices:
             raise InvalidAnswer("the response has no choices")
         choice = choices[0]
-        message = choice.message
-        refusal = getattr(message, "refusal", None)
-        if refusal:
-            raise InvalidAnswer(f"the judge refused: {_short(refusal)}")
-        if choice.finish_reason == "length":
-            raise InvalidAnswer("the answer was cut off (finish_reason=length)")
-        content = message.content or ""
+        content = message_content(choice, "the judge")
         try:
             answer = json.loads(content)
         except ValueError:
             raise InvalidAnswer(f"the answer is not JSON: {_short(content)!r}") from None
-        errors = sorted(_answer_validator().iter_errors(answer),
+        errors = sorted(_answer_validator(sheet.case, sheet.setting).iter_errors(answer),
                         key=lambda e: list(map(str, e.absolute_path)))
         if errors:
             first = errors[0]
@@ -219,6 +233,10 @@ class VlmJudge:
             raise InvalidAnswer(f"the answer does not match the schema at {where}: "
                                 f"{_short(first.message)}")
         scores: dict[str, int | None] = {d: answer["capability"][d]["score"] for d in C_DIMS}
+        layout = dict(answer["layout"])
+        # The panel parse can contradict the layout answer: an unreadable panel is unreadable.
+        layout["all_panels_readable"] = (layout["all_panels_readable"]
+                                         and all(p["readable"] for p in answer["panels"]))
         scores.update({d: answer["diagnostic"][d] for d in D_DIMS})
         return Judgment(
             judge="vlm", judge_model=self.model, rubric_version=RUBRIC_VERSION,
@@ -232,18 +250,38 @@ class VlmJudge:
             rationale=answer["rationale"],
             raw={"content": content, "id": getattr(response, "id", None),
                  "model": getattr(response, "model", None),
-                 "finish_reason": choice.finish_reason},
+                 "finish_reason": getattr(choice, "finish_reason", None)},
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             latency_s=round(latency, 3), tokens_in=tokens_in, tokens_out=tokens_out,
             cost_usd=cost_usd(self.price, tokens_in, tokens_out),
-            evaluates_predicates=True,
+            evaluates_predicates=True, layout=layout,
         )
 
     def _redact(self, text: str) -> str:
         """The key never leaves this object: not in errors, logs or reports."""
-        if self.api_key:
-            text = text.replace(self.api_key, "***")
-        return text
+        return self.endpoint.redact(text)
+
+
+def usage_tokens(response: Any) -> tuple[int, int]:
+    """Prompt and completion tokens a response reports (0 where it reports none)."""
+    usage = getattr(response, "usage", None)
+    return (int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0))
+
+
+def message_content(choice: Any, who: str) -> str:
+    """A choice's text; InvalidAnswer for a choice without a message, a refusal or an answer
+    cut off."""
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise InvalidAnswer("the answer's choice has no message")
+    refusal = getattr(message, "refusal", None)
+    if refusal:
+        raise InvalidAnswer(f"{who} refused: {_short(refusal)}")
+    if getattr(choice, "finish_reason", None) == "length":
+        raise InvalidAnswer("the answer was cut off (finish_reason=length)")
+    content = getattr(message, "content", None)
+    return content if isinstance(content, str) else ""
 
 
 def _short(text: str, limit: int = 240) -> str:

@@ -82,6 +82,7 @@ class ModelOptions:
     timeout_s: float = 300.0
     retries: int = 2  # transport retries (429, 5xx, timeouts); never retries for quality
     concurrency: int = 4  # hosted backends: requests in flight at once per pytest process
+    headers: Mapping[str, str] = field(default_factory=dict)  # hosted backends: extra headers
     # --imagetime-model-process: draw in a child process (auto: backends that draw on a GPU)
     process: str = "auto"
 

@@ -38,6 +38,7 @@ from .overrides import (
     positive_int,
     split_argument,
 )
+from .prompt_tokens import prompt_token_counts
 
 INSTALL_HINT = "pip install 'pytest-imagetime[diffusers]'"
 REQUIRED_LIBRARIES = ("torch", "diffusers", "transformers")
@@ -248,7 +249,9 @@ class DiffusersModel:
         images = list(getattr(output, "images", None) or [])
         _check_images(output, images, requests)
         details = self._details(loaded, size, seconds, len(requests))
-        return [Generated(image.convert("RGB"), details) for image in images]
+        return [Generated(image.convert("RGB"), {**details, "prompt_tokens": prompt_token_counts(
+                    loaded.pipe, request.text, self.settings.max_sequence_length)})
+                for image, request in zip(images, requests, strict=True)]
 
     def _size(self, request: GenerationRequest) -> int:
         size = self.settings.size or request.size

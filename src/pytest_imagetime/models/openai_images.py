@@ -4,10 +4,12 @@ or any server that speaks it, through a base URL.
 ``openai-images[:MODEL][:key=value,...]``, e.g. ``openai-images:gpt-image-1.5`` or
 ``openai-images:gpt-image-1:quality=high,api_size=1024x1024``. Single pass: one successful
 request per case and its first image kept. Only transport failures (429 with Retry-After,
-5xx, timeouts, resets) are retried, by the client; a refusal or a bad image is an error with
-its reason, never a reason to ask again. In the scaffold setting the scaffold canvas goes to
-the edits endpoint. The endpoint takes no seed: the case's seed is recorded, and sent only
-when ``send_seed=true`` asks (for compatible servers that honour one).
+5xx, timeouts, resets) are retried, by ``openai_client.Endpoint``, which also checks the
+endpoint before the first request and stops calling one that keeps failing the same way; a
+refusal or a bad image is an error with its reason, never a reason to ask again. In the
+scaffold setting the scaffold canvas goes to the edits endpoint. The endpoint takes no seed:
+the case's seed is recorded, and sent only when ``send_seed=true`` asks (for compatible
+servers that honour one).
 """
 
 from __future__ import annotations
@@ -26,17 +28,14 @@ from typing import Any
 
 from PIL import Image
 
+from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
+from ..openai_client import Endpoint, EndpointConfig, Failure, load_sdk, safe_url
 from ..probe.ask import api_key
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
 
-INSTALL_HINT = "pip install 'pytest-imagetime[openai]'"
 DEFAULT_MODEL = "gpt-image-2"  # GPT Image 2, the model the ImageTime paper evaluates
 SEED_NOTE = "the images endpoint takes no seed: the case seed is recorded, not sent"
-# Error codes with which an endpoint refuses a prompt; asking again would not change that.
-REFUSAL_CODES = frozenset({"moderation_blocked", "content_policy_violation", "content_filter"})
-# Statuses the client retries (with every 5xx); any other fails at the first answer.
-RETRIED_STATUSES = frozenset({408, 409, 429})
 
 Price = Mapping[str, float]  # USD per 1M tokens by kind: text_input, image_input, ...
 TOKEN_KINDS = ("text_input", "image_input", "image_output", "text_output")
@@ -80,12 +79,16 @@ EDIT_FIELDS = ("quality", "background", "output_format", "output_compression",
 
 
 def _openai() -> Any:
-    try:
-        import openai
-    except ImportError:
-        raise ImportError(f"the openai-images model needs the openai package: {INSTALL_HINT}"
-                          ) from None
-    return openai
+    return load_sdk("the openai-images model")
+
+
+class ImagesEndpoint(Endpoint):
+    """The images endpoint: a content-policy refusal is worded as one."""
+
+    def describe(self, failure: Failure, retried: int) -> str:
+        if failure.status == 400 and failure.refusal:
+            return f"the endpoint refused the prompt (content policy): {_short(failure.message)}"
+        return super().describe(failure, retried)
 
 
 # ------------------------------------------------------------------ prices and costs
@@ -185,9 +188,16 @@ class OpenAIImagesModel:
         self.api_key = self._api_key()
         self.price = price_for(self.model)
         # One client for every generating thread: it is thread-safe and pools connections.
-        self._client: Any = self._sdk.OpenAI(
-            api_key=self.api_key or "unused", base_url=self.base_url,
-            timeout=self.options.timeout_s, max_retries=self.options.retries)
+        self.endpoint = ImagesEndpoint(EndpointConfig(
+            who="the images endpoint", model=self.model,
+            base_url=self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            api_key=self.api_key, key_env=self.options.key_env,
+            timeout_s=self.options.timeout_s, retries=self.options.retries,
+            headers=dict(self.options.headers), base_url_option="--imagetime-model-base-url",
+            key_option="--imagetime-model-key-env", model_option=f"the model in {name}:MODEL",
+            timeout_option="--imagetime-model-timeout",
+            params_option=f"the overrides in {name}:key=value"),
+            error=ModelError, sdk=self._sdk)
 
     def _api_key(self) -> str | None:
         return api_key(self.options.key_env, "the openai-images model",
@@ -200,7 +210,8 @@ class OpenAIImagesModel:
 
     @property
     def base_url(self) -> str | None:
-        return self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        """The endpoint as shown and stored: credentials in it are masked."""
+        return safe_url(self.endpoint.config.base_url)
 
     @property
     def concurrency(self) -> int:
@@ -248,39 +259,16 @@ class OpenAIImagesModel:
 
     def _call(self, request: GenerationRequest) -> tuple[Any, str | None]:
         """The parsed response and its request id; every failure a ModelError with its reason.
-        Transport failures were already retried by the client: they end here."""
-        openai = self._sdk
-        images = self._client.images.with_raw_response
-        call = images.edit if self.is_edit(request) else images.generate
-        try:
-            raw = call(**self.request_fields(request))
-            return raw.parse(), raw.headers.get("x-request-id")
-        except openai.APIStatusError as exc:
-            raise ModelError(self._redact(self._status_reason(exc))) from None
-        except openai.APITimeoutError:
-            raise ModelError(f"the images endpoint timed out ({self.options.timeout_s:g} s, "
-                             f"{self.options.retries} retries)") from None
-        except openai.APIConnectionError as exc:
-            raise ModelError(self._redact(f"cannot reach the images endpoint "
-                                          f"{self.base_url or 'api.openai.com'}: {exc}")
-                             ) from None
-        except openai.APIError as exc:
-            raise ModelError(self._redact(f"bad response from the images endpoint: "
-                                          f"{_short(str(exc))}")) from None
-        except ValueError as exc:  # a response body that is not JSON
-            raise ModelError(self._redact(f"the images endpoint's response is not JSON: "
-                                          f"{_short(str(exc))}")) from None
+        Transport failures were already retried by the endpoint: they end here."""
+        fields = self.request_fields(request)
+        edit = self.is_edit(request)
 
-    def _status_reason(self, exc: Any) -> str:
-        body = exc.body if isinstance(exc.body, dict) else {}
-        message = str(body.get("message") or exc.message)
-        code = getattr(exc, "code", None) or body.get("code")
-        if exc.status_code == 400 and code in REFUSAL_CODES:
-            return f"the endpoint refused the prompt (content policy): {_short(message)}"
-        status = int(exc.status_code)
-        retried = status in RETRIED_STATUSES or status >= 500
-        after = f" after {self.options.retries} retries" if retried else ""
-        return f"HTTP {status} from the images endpoint{after}: {_short(exc.message)}"
+        def send(client: Any) -> tuple[Any, str | None]:
+            images = client.images.with_raw_response
+            raw = (images.edit if edit else images.generate)(**fields)
+            return raw.parse(), raw.headers.get("x-request-id")
+
+        return self.endpoint.call(send)
 
     def _first_image(self, response: Any) -> tuple[bytes, str, int]:
         """The first image's file (single pass: any others are ignored), how it came, how many
@@ -341,6 +329,4 @@ class OpenAIImagesModel:
 
     def _redact(self, text: str) -> str:
         """The key never leaves this object: not in errors, logs or reports."""
-        if self.api_key:
-            text = text.replace(self.api_key, "***")
-        return text
+        return self.endpoint.redact(text)

@@ -1,9 +1,11 @@
 """Asking an OpenAI-compatible Chat Completions endpoint for one JSON answer.
 
 The answer must match a JSON Schema (strict structured outputs). Transport failures (429,
-5xx, timeouts, resets) are retried by the openai client with backoff; an answer that arrives
-but is unusable (not JSON, wrong shape, refused, cut off) is asked for again a bounded number
-of times. What still fails raises JudgeError with the reason and never becomes an answer.
+5xx, timeouts, resets) are retried by ``openai_client.Endpoint`` (``retries`` a request), which
+also checks the endpoint first and stops calling one that keeps failing the same way; an
+answer that arrives but is unusable (not JSON, wrong shape, refused, cut off) is asked for
+again ``reasks`` times. What still fails raises JudgeError with the reason and never becomes
+an answer.
 The vlm judge does the same for its own schema; this is its small, schema-agnostic sibling.
 """
 
@@ -19,8 +21,9 @@ import jsonschema
 
 from ..judges.base import JudgeOptions
 from ..judges.prices import Price, cost_usd, price_for
-from ..judges.vlm import InvalidAnswer, _openai
+from ..judges.vlm import InvalidAnswer, _openai, endpoint_for, message_content, usage_tokens
 from ..judgment import JudgeError
+from ..openai_client import safe_url
 
 JSON = Any
 # Checks an answer beyond its schema (ids all present, labels once each); returns a problem.
@@ -57,17 +60,17 @@ def api_key(key_env: str | None, who: str, hint: str) -> str | None:
 class JsonAsker:
     """One thread-safe client for every request of a probe or a judge."""
 
-    def __init__(self, options: JudgeOptions, *, who: str, key_hint: str) -> None:
+    def __init__(self, options: JudgeOptions, *, who: str, key_hint: str,
+                 hints: Mapping[str, str] | None = None) -> None:
         self.options = options
-        self._sdk = _openai()
+        _openai()
         self.model = options.model
         self.api_key = api_key(options.key_env, who, key_hint)
         self.price: Price | None = price_for(self.model, options.price_per_mtok,
                                              options.prices_file)
-        self.base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._client: Any = self._sdk.OpenAI(
-            api_key=self.api_key or "unused", base_url=self.base_url,
-            timeout=options.timeout_s, max_retries=options.retries)
+        self.endpoint = endpoint_for(options, self.api_key, who="the endpoint", **(hints or {}))
+        # As shown and stored: credentials in the URL are masked.
+        self.base_url = safe_url(self.endpoint.config.base_url)
 
     def ask(self, messages: list[dict[str, JSON]], name: str, schema: Mapping[str, JSON],
             check: Check | None = None) -> Answer:
@@ -75,12 +78,12 @@ class JsonAsker:
         validator = jsonschema.Draft202012Validator(dict(schema))
         problems: list[str] = []
         tokens_in = tokens_out = 0
-        for attempt in range(1, self.options.retries + 2):
+        for attempt in range(1, self.options.reasks + 2):
             try:
                 response = self._call(messages, strict_format(name, schema))
-                usage = getattr(response, "usage", None)
-                tokens_in += int(getattr(usage, "prompt_tokens", 0) or 0)
-                tokens_out += int(getattr(usage, "completion_tokens", 0) or 0)
+                used_in, used_out = usage_tokens(response)
+                tokens_in += used_in
+                tokens_out += used_out
                 content, value = _parse(response, validator, check)
             except InvalidAnswer as exc:
                 problems.append(self.redact(str(exc)))
@@ -91,46 +94,23 @@ class JsonAsker:
                          + " | ".join(problems))
 
     def _call(self, messages: list[dict[str, JSON]], response_format: dict[str, JSON]) -> Any:
-        openai = self._sdk
         request: dict[str, JSON] = {"model": self.model, "messages": messages,
                                     "response_format": response_format}
         request.update(self.options.params)
-        retries = self.options.retries
-        try:
-            return self._client.chat.completions.create(**request)
-        except openai.APIStatusError as exc:
-            raise JudgeError(self.redact(f"HTTP {exc.status_code} from the endpoint after "
-                                         f"{retries} retries: {short(exc.message)}")) from None
-        except openai.APITimeoutError:
-            raise JudgeError(f"the endpoint timed out ({self.options.timeout_s:g} s, "
-                             f"{retries} retries)") from None
-        except openai.APIConnectionError as exc:
-            raise JudgeError(self.redact(f"cannot reach the endpoint "
-                                         f"{self.base_url or 'api.openai.com'}: {exc}")) from None
-        except openai.APIError as exc:
-            raise JudgeError(self.redact(f"bad response from the endpoint: "
-                                         f"{short(str(exc))}")) from None
-        except ValueError as exc:  # a response body that is not JSON
-            raise InvalidAnswer(f"the response body is not JSON: {short(str(exc))}") from None
+        return self.endpoint.call(lambda client: client.chat.completions.create(**request))
 
     def redact(self, text: str) -> str:
         """The key never leaves this object: not in errors, logs or reports."""
-        return text.replace(self.api_key, "***") if self.api_key else text
+        return self.endpoint.redact(text)
 
 
 def message_text(response: Any) -> str:
-    """The answer's text; InvalidAnswer for no choices, a refusal or a cut-off answer."""
+    """The answer's text; InvalidAnswer for no choices, a choice without a message, a refusal
+    or a cut-off answer."""
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise InvalidAnswer("the response has no choices")
-    choice = choices[0]
-    refusal = getattr(choice.message, "refusal", None)
-    if refusal:
-        raise InvalidAnswer(f"refused: {short(refusal)}")
-    if choice.finish_reason == "length":
-        raise InvalidAnswer("the answer was cut off (finish_reason=length)")
-    content = choice.message.content
-    return content if isinstance(content, str) else ""
+    return message_content(choices[0], "the model")
 
 
 def _parse(response: Any, validator: jsonschema.Draft202012Validator,

@@ -66,12 +66,19 @@ def load_cases(paths: list[str] | None) -> dict[str, Case]:
     return {c.id: c for f in case_files(roots) for c in load_case_file(f)}
 
 
+# Where the order probe's endpoint settings are, for a failing endpoint's message.
+PROBE_HINTS = {"base_url_option": "--base-url", "key_option": "--key-env",
+               "model_option": "--judge-model", "timeout_option": "--timeout",
+               "params_option": "the probe's parameters"}
+
+
 def _fail(command: str, message: object) -> int:
     print(f"imagetime {command}: {message}", file=sys.stderr)
     return 2
 
 
 def probe_order(args: argparse.Namespace) -> int:
+    from ..openai_client import safe_url
     from .ask import JsonAsker
     from .order import ProbeSettings, load_run, model_dirs, probe_runs
     from .order_report import build_report, report_lines, validate_report
@@ -88,7 +95,7 @@ def probe_order(args: argparse.Namespace) -> int:
     key_env = None if args.key_env.lower() == "none" else args.key_env
     options = JudgeOptions(model=args.judge_model, base_url=args.base_url, key_env=key_env,
                            concurrency=args.concurrency, timeout_s=args.timeout,
-                           retries=args.retries)
+                           retries=args.retries, reasks=args.reasks)
     settings = ProbeSettings(judge_model=args.judge_model, seed=args.seed,
                              cover_corner=args.cover_corner, concurrency=args.concurrency)
     made: list[JsonAsker] = []
@@ -96,14 +103,14 @@ def probe_order(args: argparse.Namespace) -> int:
     def asker() -> JsonAsker:
         made.append(JsonAsker(options, who="the order probe",
                               key_hint="--key-env NAME for another variable, 'none' for a "
-                                       "server without keys"))
+                                       "server without keys", hints=PROBE_HINTS))
         return made[-1]
 
     try:
         outcomes = probe_runs(runs, settings, asker)
     except (ValueError, ImportError) as exc:
         return _fail("probe-order", exc)
-    base_url = made[0].base_url if made else args.base_url
+    base_url = made[0].base_url if made else safe_url(args.base_url)
     price = made[0].price if made else None
     report = build_report(runs, outcomes, settings,
                           {"model": args.judge_model, "base_url": base_url,
@@ -167,8 +174,11 @@ def add_commands(sub: Any) -> None:
     probe.add_argument("--timeout", type=_seconds, default=defaults.timeout_s,
                        help=f"Seconds one request may take (default: {defaults.timeout_s:g}).")
     probe.add_argument("--retries", type=_non_negative, default=defaults.retries,
-                       help=f"Retries of a failed or invalid answer (default: "
-                       f"{defaults.retries}); then the probe is an error.")
+                       help=f"Transport retries of one request (429, 5xx, timeouts, resets; "
+                       f"default: {defaults.retries}).")
+    probe.add_argument("--reasks", type=_non_negative, default=defaults.reasks,
+                       help=f"Requests again after an unusable answer (default: "
+                       f"{defaults.reasks}); then the probe is an error.")
     probe.add_argument("--seed", type=_non_negative, default=0,
                        help="Seed of the shuffled grids and of --sample (default: 0).")
     probe.add_argument("--sample", type=_positive,

@@ -10,6 +10,7 @@ dates in the metadata, so the same reports give the same files.
 
 from __future__ import annotations
 
+import io
 import math
 import textwrap
 from collections import Counter
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ..rubric import C_DIMS, D_DIMS, GATE, LEVEL_KEYS, LEVEL_NAMES
+from .coverage import coverage_text, is_complete
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -45,6 +47,7 @@ SIZES: dict[str, tuple[float, float]] = {
     "domain_heatmap": (10.0, 9.0),
     "c_vs_d": (8.4, 8.4),
     "cost_vs_overall": (9.0, 6.4),
+    "judge_cost_vs_overall": (9.0, 6.4),
 }
 # tab10, then its lighter companions from tab20: distinct for up to 20 runs.
 PALETTE: tuple[str, ...] = (
@@ -83,7 +86,8 @@ def _judge_ids(reports: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
 
 
 def run_labels(reports: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Model spec, "@setting" outside prompt-only, "| judge" when the runs' judges differ."""
+    """Model spec, "@setting" outside prompt-only, "| judge" when the runs' judges differ, and
+    the cases covered for a partial run."""
     judges = _judge_ids(reports)
     by_name = len({name for name, _ in judges}) == len(set(judges))
     labels = []
@@ -94,6 +98,8 @@ def run_labels(reports: Sequence[Mapping[str, Any]]) -> list[str]:
             label += f"@{manifest['setting']}"
         if len(set(judges)) > 1:
             label += f" | {name}" if by_name else f" | {name} {model}".rstrip()
+        if not is_complete(report):  # a subset's means are never shown as the benchmark's
+            label += f" ({coverage_text(report)})"
         labels.append(label)
     return _unique(labels)
 
@@ -189,6 +195,17 @@ def heatmap_data(reports: Sequence[Mapping[str, Any]]
 
 def has_judge_cost(reports: Sequence[Mapping[str, Any]]) -> bool:
     return any(float(r["aggregate"]["cost_usd"]) > 0 for r in reports)
+
+
+def has_generation_cost(reports: Sequence[Mapping[str, Any]]) -> bool:
+    return any(generation_cost(r) is not None for r in reports)
+
+
+def generation_cost(report: Mapping[str, Any]) -> float | None:
+    """The image backend's reported cost of the run's sheets (USD), None when none reported
+    one (local backends)."""
+    value = report["aggregate"].get("generation_cost_usd")
+    return None if value is None else float(value)
 
 
 def cost_per_sheet(report: Mapping[str, Any]) -> float | None:
@@ -348,14 +365,15 @@ def _d_bars(runs: Sequence[Run]) -> Figure:
 
 def _tree_levels(runs: Sequence[Run]) -> Figure:
     fig, ax = _new_figure("tree_levels", "Capability tree per model",
-                          f"protocol gate and levels L0-L6, mean over judged sheets; {NULL_NOTE}")
+                          f"protocol node (C0, D0, D14) and levels L0-L6, mean over judged sheets; "
+                          f"{NULL_NOTE}")
     values = [tree_means(r.report) for r in runs]
     scored = _any_scored(values, len(TREE_AXIS))
     _grouped_bars(ax, runs, TREE_AXIS, values)
     ax.set_xticklabels([_axis_label(k, TREE_NAMES[k], ok, 14)
                         for k, ok in zip(TREE_AXIS, scored, strict=True)], fontsize=9)
     _mute_unscored(ax.get_xticklabels(), scored)
-    ax.axvline(0.5, color="0.75", linestyle=":", linewidth=1)  # the gate is not a level
+    ax.axvline(0.5, color="0.75", linestyle=":", linewidth=1)  # the protocol node: no level
     ax.set_ylabel("node score (0-10)")
     _bar_legend(fig, runs)
     return fig
@@ -471,11 +489,25 @@ def _c_vs_d(runs: Sequence[Run]) -> Figure:
 
 
 def _cost_vs_overall(runs: Sequence[Run]) -> Figure:
-    from matplotlib.ticker import StrMethodFormatter
+    fig, ax = _new_figure("cost_vs_overall", "Generation cost vs Overall per model",
+                          "reported generation cost of the run's sheets; runs whose backend "
+                          "reports none are left out")
+    points = [(run, generation_cost(run.report), run.aggregate["overall"]) for run in runs]
+    return _cost_scatter(fig, ax, runs, points, "generation cost of the sheets (USD)")
 
-    fig, ax = _new_figure("cost_vs_overall", "Judge cost vs Overall per model",
+
+def _judge_cost_vs_overall(runs: Sequence[Run]) -> Figure:
+    fig, ax = _new_figure("judge_cost_vs_overall", "Judge cost vs Overall per model",
                           "judge cost of the run divided by its judged sheets")
     points = [(run, cost_per_sheet(run.report), run.aggregate["overall"]) for run in runs]
+    return _cost_scatter(fig, ax, runs, points, "judge cost per judged sheet (USD)")
+
+
+def _cost_scatter(fig: Figure, ax: Axes, runs: Sequence[Run],
+                  points: Sequence[tuple[Run, float | None, float | None]],
+                  xlabel: str) -> Figure:
+    from matplotlib.ticker import StrMethodFormatter
+
     shown = [(run, x, y) for run, x, y in points if x is not None and y is not None]
     right = max((x for _, x, _ in shown), default=0.0) * 1.15 or 1.0
     for run, x, y in shown:
@@ -489,7 +521,7 @@ def _cost_vs_overall(runs: Sequence[Run]) -> Figure:
     ax.set_xlim(-0.03 * right, right)
     ax.set_ylim(0, 10)
     ax.xaxis.set_major_formatter(StrMethodFormatter("${x:.4g}"))
-    ax.set_xlabel("judge cost per judged sheet (USD)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("Overall (0-10)")
     ax.grid(color="0.93")
     ax.set_axisbelow(True)
@@ -505,27 +537,35 @@ FIGURES: dict[str, Callable[[Sequence[Run]], Figure]] = {
     "domain_heatmap": _domain_heatmap,
     "c_vs_d": _c_vs_d,
     "cost_vs_overall": _cost_vs_overall,
+    "judge_cost_vs_overall": _judge_cost_vs_overall,
+}
+# Figures drawn only when some run has what they plot.
+_NEEDS: dict[str, Callable[[Sequence[Mapping[str, Any]]], bool]] = {
+    "cost_vs_overall": lambda reports: has_generation_cost(reports),
+    "judge_cost_vs_overall": lambda reports: has_judge_cost(reports),
 }
 
 
 def build_figures(reports: Sequence[Mapping[str, Any]]) -> dict[str, Figure]:
     """The figures by name, in ``FIGURES`` order; ``cost_vs_overall`` only when a run has a
-    judge cost. Raises ImportError (naming the install command) without matplotlib."""
+    reported generation cost, ``judge_cost_vs_overall`` only when one has a judge cost.
+    Raises ImportError (naming the install command) without matplotlib."""
     _require_matplotlib()
     if not reports:
         raise ValueError("no reports to draw")
     runs = make_runs(reports)
     with _style():
         return {name: draw(runs) for name, draw in FIGURES.items()
-                if name != "cost_vs_overall" or has_judge_cost(reports)}
+                if name not in _NEEDS or _NEEDS[name](reports)}
 
 
 def write_figures(reports: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
     """Write every figure as ``<name>.png`` and ``<name>.svg`` under ``out``.
 
-    Returns the files written, PNG before SVG, in ``FIGURES`` order. The judge cost figure
-    (``cost_vs_overall``) is left out, and absent from the list, when no run has a judge
-    cost (offline judges, replayed judgments): check ``has_judge_cost`` to say so.
+    Returns the files written, PNG before SVG, in ``FIGURES`` order. The cost figures are
+    left out, and absent from the list, when no run has what they plot: a reported
+    generation cost (``has_generation_cost``; local backends report none) or a judge cost
+    (``has_judge_cost``; offline judges, replayed judgments).
     """
     figures = build_figures(reports)
     out.mkdir(parents=True, exist_ok=True)
@@ -533,7 +573,17 @@ def write_figures(reports: Sequence[Mapping[str, Any]], out: Path) -> list[Path]
     with _style():
         for name, fig in figures.items():
             png, svg = out / f"{name}.png", out / f"{name}.svg"
-            fig.savefig(png, format="png", dpi=DPI)
-            fig.savefig(svg, format="svg", metadata={"Date": None})
+            _save(fig, png, format="png", dpi=DPI)
+            _save(fig, svg, format="svg", metadata={"Date": None})
             written += [png, svg]
     return written
+
+
+def _save(fig: Figure, path: Path, **options: Any) -> None:
+    """Write the figure unless the file already holds these bytes: a rebuild of the same
+    reports leaves the files as they were."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, **options)
+    data = buffer.getvalue()
+    if not (path.is_file() and path.read_bytes() == data):
+        path.write_bytes(data)

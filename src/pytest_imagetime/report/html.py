@@ -29,12 +29,22 @@ from urllib.parse import quote
 from PIL import Image
 
 from ..cases import Case, CaseFileError, builtin_cases_dir, load_case_file
-from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, LEVEL_KEYS, LEVEL_NAMES
+from ..rubric import (
+    ALL_DIMS,
+    C_DIMS,
+    D_DIMS,
+    LAYOUT_GATE_LABEL,
+    LEVEL_KEYS,
+    LEVEL_NAMES,
+    PROTOCOL_NODE_LABEL,
+)
 from ..sheet.geometry import STAGE_ORDER, split
 from ..store import dir_slug, read_json
+from .coverage import coverage_note, coverage_text, is_complete
 
 INDEX = "index.html"
 MEDIA = "media"
+FIGURES_DIR = "figures"
 THUMB_PX = 480  # twice the displayed width: sharp on high-density screens
 PANEL_PX = 240
 JPEG_QUALITY = 82
@@ -50,7 +60,13 @@ h1 { font-size: 1.4rem; margin: 1rem 0 .25rem; }
 h2 { font-size: 1.05rem; margin: 0; }
 h3 { font-size: .9rem; margin: .6rem 0 .2rem; }
 a { color: #0969da; }
+.charts { display: flex; flex-wrap: wrap; gap: 1rem; margin: .5rem 0 1rem; }
+figure.chart { margin: 0; flex: 1 1 560px; max-width: 720px; }
+figure.chart img { width: 100%; height: auto; border: 1px solid var(--line); }
+figure.chart figcaption { color: var(--muted); font-size: .85rem; }
 .muted { color: var(--muted); }
+.partial { color: var(--err); font-weight: 600; }
+tr.partial-run td { background: #fff8c5; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: .5rem 0 1.5rem; }
 th, td { padding: .25rem .45rem; border-bottom: 1px solid var(--line); text-align: right;
@@ -314,8 +330,11 @@ def sheet_path(run: Run, item: Mapping[str, Any]) -> Path | None:
     return None
 
 
-def build_media(runs: Sequence[Run], out: Path) -> dict[tuple[str, str], Media]:
-    """Media for every (media folder, case id), made in parallel: decoding dominates."""
+def build_media(runs: Sequence[Run], out: Path,
+                progress: Callable[[int, int], None] | None = None
+                ) -> dict[tuple[str, str], Media]:
+    """Media for every (media folder, case id), made in parallel: decoding dominates.
+    ``progress(done, total)`` is called as sheets are done."""
     jobs: dict[tuple[str, str], Path | None] = {}
     for run in runs:
         for item in run.items:
@@ -325,8 +344,13 @@ def build_media(runs: Sequence[Run], out: Path) -> dict[tuple[str, str], Media]:
         rel = f"{MEDIA}/{key[0]}"
         return make_media(jobs[key], out / rel, rel, key[1])
 
+    made: list[Media] = []
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        return dict(zip(jobs, pool.map(one, jobs), strict=True))
+        for media in pool.map(one, jobs):
+            made.append(media)
+            if progress is not None:
+                progress(len(made), len(jobs))
+    return dict(zip(jobs, made, strict=True))
 
 
 # ---------------------------------------------------------------- pages
@@ -351,33 +375,61 @@ def _gate(rate: float | None) -> str:
     return "–" if rate is None else f"{100 * rate:.1f}%"
 
 
-def _leader_row(rank: int, run: Run) -> str:
+def _leader_row(rank: str, run: Run) -> str:
     agg = run.report["aggregate"]
-    cells = [str(rank), f'<a href="{url(run.page)}">{esc(run.name)}</a>', esc(run.judge)]
-    numbers = [str(agg["n"]), str(agg["passed"]), str(agg["failed"]), str(agg["errors"]),
+    cells = [rank, f'<a href="{url(run.page)}">{esc(run.name)}</a>', esc(run.judge)]
+    note = coverage_note(run.name, run.report)
+    covered = esc(coverage_text(run.report))
+    if note is not None:
+        covered = f'<span class="partial" title="{esc(note)}">{covered}</span>'
+    numbers = [str(agg["n"]), covered, str(agg["passed"]), str(agg["failed"]),
+               str(agg["errors"]),
                num(agg["c_mean"]), num(agg["d_mean"]), f"<b>{num(agg['overall'])}</b>",
-               _gate(agg["gate_pass_rate"]), *(num(agg["tree"][k]) for k in LEVEL_KEYS)]
+               _gate(agg["gate_pass_rate"]), num(agg["tree"]["gate"]),
+               *(num(agg["tree"][k]) for k in LEVEL_KEYS)]
     tail = [esc(run.judge_model), esc(_cost(run))]
     left = "".join(f'<td class="text">{c}</td>' for c in cells[1:])
-    return (f"<tr><td>{cells[0]}</td>{left}" + "".join(f"<td>{c}</td>" for c in numbers)
+    marked = "" if note is None else ' class="partial-run"'
+    return (f"<tr{marked}><td>{cells[0]}</td>{left}" + "".join(f"<td>{c}</td>" for c in numbers)
             + "".join(f'<td class="text">{c}</td>' for c in tail) + "</tr>")
 
 
-def _ranked(runs: Sequence[Run]) -> list[Run]:
+def _ranked(runs: Sequence[Run]) -> list[tuple[str, Run]]:
+    """Ranks for the complete runs of one suite (the one most complete runs ran); the others,
+    partial runs and runs of other suites, follow without a rank."""
     def key(run: Run) -> float:
         overall = run.report["aggregate"]["overall"]
         return math.inf if overall is None else -float(overall)
-    return sorted(runs, key=key)
+
+    def suite(run: Run) -> str:
+        return str(run.report["coverage"]["suite"]["sha256"])
+
+    complete = [r for r in runs if is_complete(r.report)]
+    suites = Counter(suite(r) for r in complete)
+    main = suites.most_common(1)[0][0] if suites else None
+    ranked = sorted((r for r in complete if suite(r) == main), key=key)
+    others = sorted((r for r in runs if r not in ranked), key=key)
+    return [(str(i), r) for i, r in enumerate(ranked, 1)] + [("–", r) for r in others]
 
 
 def leaderboard(runs: Sequence[Run]) -> str:
     levels = "".join(f'<th title="{esc(LEVEL_NAMES[k])}">{k}</th>' for k in LEVEL_KEYS)
     head = ('<tr><th>#</th><th class="text">model</th><th class="text">judge</th><th>N</th>'
+            '<th title="cases covered / cases of the suite">cases</th>'
             "<th>pass</th><th>fail</th><th>errors</th><th>C mean</th><th>D mean</th>"
-            f'<th>Overall</th><th>gate pass</th>{levels}<th class="text">judge model</th>'
+            f'<th>Overall</th><th title="{esc(LAYOUT_GATE_LABEL)}: share of sheets">'
+            f'layout gate passed</th><th title="{esc(PROTOCOL_NODE_LABEL)}">protocol node</th>'
+            f'{levels}<th class="text">judge model</th>'
             '<th class="text">cost</th></tr>')
-    rows = "\n".join(_leader_row(i, run) for i, run in enumerate(_ranked(runs), 1))
-    return f'<div class="scroll"><table id="leaderboard">\n{head}\n{rows}\n</table></div>'
+    ranked = _ranked(runs)
+    rows = "\n".join(_leader_row(rank, run) for rank, run in ranked)
+    table = f'<div class="scroll"><table id="leaderboard">\n{head}\n{rows}\n</table></div>'
+    if all(rank != "–" for rank, _ in ranked):
+        return table
+    return (table + '\n<p class="muted" id="unranked">Rows without a rank cover only part of '
+            "their suite (a -k or -m subset, a shard, a partial merge) or another suite than "
+            "the ranked rows: their scores are not comparable with the ranked rows "
+            "(docs/shards.md).</p>")
 
 
 Cell = Callable[[Run, str], str]
@@ -413,7 +465,49 @@ def _scored_dims(runs: Sequence[Run]) -> list[tuple[str, str]]:
             if any(r.report["aggregate"]["dims"][d]["mean"] is not None for r in runs)]
 
 
-def render_index(runs: Sequence[Run]) -> str:
+# The figures' captions on the index page, in the order they are shown.
+FIGURE_CAPTIONS: dict[str, str] = {
+    "c_radar": "Capability scores C0 and C2-C9 per model",
+    "d_bars": "Diagnostic scores D0-D14 per model",
+    "tree_levels": "Capability tree: protocol node and L0-L6",
+    "overall_box": "Distribution of per-case Overall",
+    "domain_heatmap": "Overall by domain and model",
+    "c_vs_d": "Per-sheet C mean against D mean",
+    "cost_vs_overall": "Generation cost against Overall",
+    "judge_cost_vs_overall": "Judge cost against Overall",
+}
+
+
+def draw_figures(runs: Sequence[Run], out: Path) -> tuple[list[Path], str | None]:
+    """The figures of these runs under ``out``/figures, and why there are none, if none."""
+    from .figures import write_figures
+
+    try:
+        written = write_figures([run.report for run in runs], out / FIGURES_DIR)
+    except ImportError as exc:
+        return [], str(exc)
+    for stale in (out / FIGURES_DIR).glob("*.*"):  # a figure these runs no longer have
+        if stale not in written and stale.stem in FIGURE_CAPTIONS:
+            stale.unlink()
+    return written, None
+
+
+def figures_section(files: Sequence[Path], note: str | None) -> str:
+    """The figures as images on the page, each linking to its PNG."""
+    if not files:
+        return f'<h2 id="figures">Figures</h2>\n<p class="muted">No figures: {esc(note or "")}</p>'
+    shown = [p for p in files if p.suffix == ".svg"]
+    order = {name: i for i, name in enumerate(FIGURE_CAPTIONS)}
+    shown.sort(key=lambda p: order.get(p.stem, len(order)))
+    figures = "\n".join(
+        f'<figure class="chart"><a href="{url(f"{FIGURES_DIR}/{p.stem}.png")}">'
+        f'<img src="{url(f"{FIGURES_DIR}/{p.name}")}" alt="{caption}" loading="lazy"></a>'
+        f"<figcaption>{caption}</figcaption></figure>"
+        for p in shown for caption in [esc(FIGURE_CAPTIONS.get(p.stem, p.stem))])
+    return f'<h2 id="figures">Figures</h2>\n<div class="charts">\n{figures}\n</div>'
+
+
+def render_index(runs: Sequence[Run], figures: str = "") -> str:
     domains = sorted({d for r in runs for d in r.report["aggregate"]["by_domain"]})
     body = (
         "<h1>ImageTime leaderboard</h1>\n"
@@ -422,7 +516,7 @@ def render_index(runs: Sequence[Run]) -> str:
         f"{leaderboard(runs)}\n<h2>Overall by domain (N)</h2>\n"
         f"{side_by_side(runs, [(d, d) for d in domains], _domain_cell, 'domains')}\n"
         "<h2>Mean by dimension (those some run scored)</h2>\n"
-        f"{side_by_side(runs, _scored_dims(runs), _dim_cell, 'dims')}")
+        f"{side_by_side(runs, _scored_dims(runs), _dim_cell, 'dims')}\n{figures}")
     return page("ImageTime leaderboard", body)
 
 
@@ -458,7 +552,8 @@ def _scores(item: Mapping[str, Any]) -> str:
         for d in ALL_DIMS if (v := item["scores"].get(d)) is not None)
     return (f'<p class="headline">Overall <b>{num(item["overall"])}</b> C mean '
             f"<b>{num(item['c_mean'])}</b> D mean <b>{num(item['d_mean'])}</b> "
-            f"gate {gate_text}</p>" + (f'<ul class="dims">{dims}</ul>' if dims else ""))
+            f"layout gate {gate_text} protocol node <b>{num(item['tree'].get('gate'))}</b></p>"
+            + (f'<ul class="dims">{dims}</ul>' if dims else ""))
 
 
 _WORDS = {"predicates": {True: "holds", False: "does not hold", None: "unclear"},
@@ -485,7 +580,8 @@ def _checks(judgment: Mapping[str, Any] | None, case: Case | None) -> str:
     if not judgment.get("evaluates_predicates"):
         return ('<p class="muted">Predicates and forbidden states: not checked by this '
                 "judge.</p>")
-    predicates = {p.id: p.text for p in case.predicates} if case else {}
+    predicates = ({p.id: p.text + "".join(f" [{tag}]" for tag in p.tags)
+                   for p in case.predicates} if case else {})
     forbidden = {f.id: f.text for f in case.forbidden} if case else {}
     return (_verdicts("predicates", judgment.get("predicates", []), predicates)
             + _verdicts("forbidden", judgment.get("forbidden", []), forbidden))
@@ -583,10 +679,12 @@ def _run_header(run: Run) -> str:
              f"{esc(run.report['rubric_version'])} · {esc(run.report['created'])}")
     summary = (f"{agg['n']} cases: {agg['passed']} passed, {agg['failed']} failed, "
                f"{agg['errors']} errors · C mean {num(agg['c_mean'])} · D mean "
-               f"{num(agg['d_mean'])} · Overall {num(agg['overall'])} · gate pass "
+               f"{num(agg['d_mean'])} · Overall {num(agg['overall'])} · layout gate passed "
                f"{_gate(agg['gate_pass_rate'])} · judge cost {esc(_cost(run))}")
+    note = coverage_note(run.name, run.report)
+    covered = "" if note is None else f'<p class="partial" id="coverage">{esc(note)}</p>'
     return (f'<p><a href="{INDEX}">← leaderboard</a></p><h1>{esc(run.name)}</h1>'
-            f'<p class="muted">{facts}</p><p>{summary}</p>')
+            f'<p class="muted">{facts}</p>{covered}<p>{summary}</p>')
 
 
 def _judgment_record(run: Run, item: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -623,25 +721,30 @@ def _card_input(run: Run, item: Mapping[str, Any], media: Mapping[tuple[str, str
 def render_run(run: Run, media: Mapping[tuple[str, str], Media],
                cases: Mapping[tuple[str, str], Case]) -> str:
     cards = "\n".join(render_card(_card_input(run, item, media, cases)) for item in run.items)
-    body = f'{_run_header(run)}\n{filters(run.items)}\n<main id="cards">\n{cards}\n</main>'
+    body = (f'{_run_header(run)}\n<p><a href="{url(INDEX)}#figures">Figures of all runs</a>'
+            f'</p>\n{filters(run.items)}\n<main id="cards">\n{cards}\n</main>')
     return page(f"ImageTime: {run.name} ({run.judge})", body, SCRIPT)
 
 
 def write_html(run_dirs: Sequence[Path], out: Path, *,
-               case_paths: Sequence[Path] = ()) -> Path:
-    """Write the report folder for these run directories; returns the path of index.html.
+               case_paths: Sequence[Path] = (),
+               progress: Callable[[int, int], None] | None = None) -> Path:
+    """Write the report folder for these run directories, figures included (shown on the
+    index page, linked from every run page); returns the path of index.html.
 
     ``case_paths`` (files or folders) are searched for the cases' predicate texts and prompts
     besides the usual places; without them a card shows the predicates by id.
+    ``progress(done, total)`` hears of the sheets as their thumbnails are made.
     """
     if not run_dirs:
         raise ValueError("no run directories given")
     runs = load_runs(run_dirs)
     out.mkdir(parents=True, exist_ok=True)
-    media = build_media(runs, out)
+    media = build_media(runs, out, progress)
     cases = find_cases(runs, case_paths)
     for run in runs:
         (out / run.page).write_text(render_run(run, media, cases), encoding="utf-8")
+    files, note = draw_figures(runs, out)
     index = out / INDEX
-    index.write_text(render_index(runs), encoding="utf-8")
+    index.write_text(render_index(runs, figures_section(files, note)), encoding="utf-8")
     return index

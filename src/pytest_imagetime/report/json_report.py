@@ -90,6 +90,8 @@ def record_from_json(item: Mapping[str, Any]) -> ItemRecord:
     for name in ITEM_FIELDS:
         value = item.get(name)
         values[name] = tuple(value) if isinstance(value, list) else value
+    if values["confidence"] is None:  # a report written before confidences were kept
+        values["confidence"] = {}
     return ItemRecord(**values)
 
 
@@ -111,12 +113,22 @@ def _key(record: ItemRecord) -> str:
 def _scored(item: Mapping[str, Any]) -> Scored:
     return Scored(key=item["key"], domain=item["domain"], difficulty=item["difficulty"],
                   status=item["status"], scores=item["scores"], labels=tuple(item["labels"]),
-                  cost_usd=item["cost_usd"])
+                  cost_usd=item["cost_usd"], confidence=item.get("confidence") or {},
+                  generation_cost_usd=item.get("generation_cost_usd"))
 
 
 def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:
     """How many items and which case texts a run judged: one hash over their spec hashes."""
-    hashes = sorted(r.case_sha256 for r in records)
+    return _case_set(r.case_sha256 for r in records)
+
+
+def case_set_of_items(items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``case_set`` of a report's items."""
+    return _case_set(str(i["case_sha256"]) for i in items)
+
+
+def _case_set(case_hashes: Iterable[str]) -> dict[str, Any]:
+    hashes = sorted(case_hashes)
     return {"n": len(hashes),
             "sha256": hashlib.sha256("\n".join(hashes).encode()).hexdigest()}
 

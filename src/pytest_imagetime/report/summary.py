@@ -7,6 +7,7 @@ from typing import Any
 
 from ..rubric import LEVEL_KEYS
 from ..store import with_setting
+from .coverage import coverage_note, coverage_text
 
 
 def _num(value: float | None, width: int = 5) -> str:
@@ -14,24 +15,32 @@ def _num(value: float | None, width: int = 5) -> str:
 
 
 def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Rows of N, C mean, D mean, Overall, L0-L6, gate pass rate, errors and the judge."""
+    """Rows of N, the cases covered of the suite's, C mean, D mean, Overall, the share of
+    sheets passing the layout gate, the tree's protocol node, L0-L6, errors and the judge;
+    then a line for each partial run."""
     if not reports:
         return []
     names = [_run_name(r) for r in reports]
     width = max(12, *(len(n) for n in names))
+    covered = [coverage_text(r) for r in reports]
+    cases_width = max(len("cases"), *(len(c) for c in covered))
     levels = " ".join(f"{k:>5}" for k in LEVEL_KEYS)
-    header = (f"{'model':<{width}} {'N':>4} {'pass':>4} {'fail':>4} {'err':>4} {'C mean':>6} "
-              f"{'D mean':>6} {'Overall':>7} {'gate%':>6} {levels}  judge")
+    header = (f"{'model':<{width}} {'N':>4} {'cases':<{cases_width}} {'pass':>4} {'fail':>4} "
+              f"{'err':>4} {'C mean':>6} {'D mean':>6} {'Overall':>7} {'layout-ok%':>10} "
+              f"{'proto':>5} {levels}  judge")
     lines = [header, "-" * len(header)]
     cost_lines = []
-    for name, report in zip(names, reports, strict=True):
+    notes = [note for name, report in zip(names, reports, strict=True)
+             if (note := coverage_note(name, report)) is not None]
+    for name, report, cases in zip(names, reports, covered, strict=True):
         agg = report["aggregate"]
         gate = agg["gate_pass_rate"]
-        gate_text = f"{'-':>6}" if gate is None else f"{100 * gate:>6.1f}"
-        tree = " ".join(_num(agg["tree"][k]) for k in LEVEL_KEYS)
+        gate_text = f"{'-':>10}" if gate is None else f"{100 * gate:>10.1f}"
+        tree = " ".join(_num(agg["tree"][k]) for k in ("gate", *LEVEL_KEYS))
         judge = report["manifest"]["judge"]
         judge_text = f"{judge['name']} ({judge['config'].get('judge_model', '?')})"
-        lines.append(f"{name:<{width}} {agg['n']:>4} {agg['passed']:>4} {agg['failed']:>4} "
+        lines.append(f"{name:<{width}} {agg['n']:>4} {cases:<{cases_width}} {agg['passed']:>4} "
+                     f"{agg['failed']:>4} "
                      f"{agg['errors']:>4} {_num(agg['c_mean'], 6)} {_num(agg['d_mean'], 6)} "
                      f"{_num(agg['overall'], 7)} {gate_text} {tree}  {judge_text}")
         if agg["cost_usd"] or report.get("spent_usd"):
@@ -39,7 +48,7 @@ def summary_lines(reports: Sequence[Mapping[str, Any]]) -> list[str]:
             cost_lines.append(f"{name}: judge cost ${agg['cost_usd']:.4f} "
                               f"(${per_case:.4f} per case), spent this session "
                               f"${report.get('spent_usd', 0.0):.4f}")
-    return lines + cost_lines
+    return lines + notes + cost_lines
 
 
 def _run_name(report: Mapping[str, Any]) -> str:

@@ -10,8 +10,8 @@ Two prompting styles, as in the TempViz paper:
 
 Either style is zero-shot, or k-shot with the user's examples as earlier turns of the chat,
 each with its image. Answers are plain text, so any OpenAI-compatible server works.
-A transport failure or an answer still unusable after the retries raises JudgeError: the
-item becomes an error with the reason, never a "no".
+A transport failure (after its retries) or an answer still unusable after the re-asks raises
+JudgeError: the item becomes an error with the reason, never a "no".
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from ..judges.base import JudgeOptions
 from ..judges.prices import cost_usd
-from ..judges.vlm import InvalidAnswer
+from ..judges.vlm import InvalidAnswer, usage_tokens
 from ..judgment import JudgeError
 from ..probe.ask import JsonAsker, message_text, short
 from ..store import dir_slug
@@ -150,12 +150,12 @@ class TextAsker(JsonAsker):
                  ) -> tuple[Answer, int, int]:
         problems: list[str] = []
         tokens_in = tokens_out = 0
-        for attempt in range(1, self.options.retries + 2):
+        for attempt in range(1, self.options.reasks + 2):
             try:
                 response = self._call(messages, {"type": "text"})
-                usage = getattr(response, "usage", None)
-                tokens_in += int(getattr(usage, "prompt_tokens", 0) or 0)
-                tokens_out += int(getattr(usage, "completion_tokens", 0) or 0)
+                used_in, used_out = usage_tokens(response)
+                tokens_in += used_in
+                tokens_out += used_out
                 content = message_text(response)
                 answer, analysis = parse(content)
             except InvalidAnswer as exc:
