@@ -80,8 +80,10 @@ def test_a_rejected_key_never_reaches_any_output(pytester: pytest.Pytester,
     _cases(pytester)
     with chat_server(ServerState(required_key="sk-proj-the-right-key-000000000")) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        # Both JUnit files (the plugin's only when named beside --junitxml): neither holds it.
         result = pytester.runpytest("k.yaml", "--imagetime-model=procedural",
                                     "--imagetime-size=128", "--junitxml=pytest-junit.xml",
+                                    "--imagetime-junit=reports/junit.xml",
                                     "--imagetime-html=html", "-rA")
     result.assert_outcomes(errors=CASES)
     (reason,) = _errors(_report(pytester.path / "reports"))

@@ -76,7 +76,9 @@ def test_case_file_run_writes_reports(pytester: pytest.Pytester) -> None:
     junit = ET.parse(pytester.path / "reports" / "junit.xml").getroot()
     assert junit.get("tests") == "2"
     names = {p.get("name") for p in junit.iter("property")}
-    assert {"imagetime.overall", "imagetime.C0", "imagetime.image"} <= names
+    assert {"imagetime.overall", "imagetime.model", "imagetime.passed"} <= names
+    outputs = [case.findtext("system-out", "") for case in junit.iter("testcase")]
+    assert all("scores: Overall " in out and "dims: C0=" in out for out in outputs)
 
 
 def test_rerun_reuses_everything_and_regenerate_redoes(pytester: pytest.Pytester) -> None:
@@ -267,6 +269,7 @@ def test_files_model_missing_image_is_an_error(pytester: pytest.Pytester) -> Non
     pytester.runpytest("kitchen.yaml", "--imagetime-model=procedural", SMALL)
     shutil.copy(pytester.path / "reports/procedural/images/kitchen-pour-water-1.png",
                 sheets / "kitchen-pour-water-1.png")
+    (pytester.path / "reports" / "junit.xml").unlink()
     result = pytester.runpytest("kitchen.yaml", f"--imagetime-model=files:{sheets}", SMALL,
                                 "--junitxml=own.xml")
     result.assert_outcomes(passed=1, errors=1)
@@ -277,11 +280,14 @@ def test_files_model_missing_image_is_an_error(pytester: pytest.Pytester) -> Non
     assert report["errors"][0]["reason"].startswith("model files:")
     error_item = next(i for i in report["items"] if i["status"] == "error")
     assert error_item["overall"] is None and all(v is None for v in error_item["scores"].values())
-    ours = ET.parse(pytester.path / "reports" / "junit.xml").getroot()
-    assert ours.get("errors") == "1" and ours.get("failures") == "0"
+    # pytest's --junitxml is the one JUnit file: scores in each case's system-out.
+    assert not (pytester.path / "reports" / "junit.xml").exists()
     pytests = ET.parse(pytester.path / "own.xml").getroot()
-    props = {p.get("name") for p in pytests.iter("property")}
-    assert "imagetime.overall" in props and "imagetime.error" in props
+    assert pytests.find("testsuite").get("errors") == "1"  # type: ignore[union-attr]
+    outputs = {case.get("name"): case.findtext("system-out", "")
+               for case in pytests.iter("testcase")}
+    assert "scores: Overall " in outputs[f"kitchen-pour-water-1[files:{sheets}]"]
+    assert ": error: model files:" in outputs[f"kitchen-pour-water-2[files:{sheets}]"]
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from pytest_imagetime.tempviz.options import CATEGORIES
 from pytest_imagetime.tempviz.prompts import TempvizDataError, load_table
 from pytest_imagetime.tempviz.report import validate_report
 from tests.fake_openai import ChatServer, ServerState, chat_server
+from tests.junit_schema import assert_valid_junit
 from tests.tempviz_data import HEADERS, TOTAL, write_tables
 
 KEY = "sk-tempviz-test-KEY-0a1b2c3d"
@@ -308,11 +309,26 @@ def test_simple_run_reports_resumes_and_agrees_with_people(pytester: pytest.Pyte
         rows = list(csv.DictReader(fh))
     assert [(r["id"], r["q3"], r["q2_and_q3"]) for r in rows[:2]] == \
         [("Animals-0", "yes", "yes"), ("Animals-1", "no", "no")]
-    junit = ET.parse(out / "tempviz-junit.xml").getroot()
-    assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == ("11", "2", "0")
-    props = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    # pytest's --junitxml is the one JUnit file: valid, the answers in each case's system-out
+    assert not (out / "tempviz-junit.xml").exists()
+    junit = assert_valid_junit(pytester.path / "pytest.xml")
+    (suite,) = junit.iter("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("11", "2", "0")
+    outputs = {c.get("name"): c.findtext("system-out", "") for c in junit.iter("testcase")}
+    assert outputs["Maps-1[procedural]"].startswith(
+        "Maps-1[procedural]: failed\nanswers: q1=yes q2=yes q3=no\n")
+    assert outputs["Maps-1[procedural]"].endswith(
+        "\n[[ATTACHMENT|reports/procedural/tempviz/images/Maps-1.png]]")
+    # without --junitxml, the suite's own file; per-case properties only under xunit1
+    xunit1 = pytester.runpytest(*_args("-o", "junit_family=xunit1"))
+    xunit1.assert_outcomes(passed=TOTAL - 2, failed=2)
+    own = ET.parse(out / "tempviz-junit.xml").getroot()
+    assert (own.get("tests"), own.get("failures"), own.get("errors")) == ("11", "2", "0")
+    props = {p.get("name"): p.get("value") for p in own.iter("property")}
     assert "tempviz.q3" in props and "tempviz.image_sha256" in props
-    assert 'name="tempviz.q3" value="no"' in (pytester.path / "pytest.xml").read_text()
+    pytester.runpytest(*_args()).assert_outcomes(passed=TOTAL - 2, failed=2)
+    own = assert_valid_junit(out / "tempviz-junit.xml")
+    assert not list(own.iter("property"))
     # the HTML page: the paper's figure 2 and thumbnails
     page = (pytester.path / "html" / "index.html").read_text()
     assert '<table class="fig">' in page and "Q2 and Q3 (subject present, time right)" in page

@@ -12,6 +12,7 @@ from pathlib import Path
 from . import __version__
 from .agreement.command import add_parser as agree_parser
 from .baselines.command import add_parser as baseline_parser
+from .case_copy import cases_parser
 from .cases import builtin_cases_dir
 from .labels.command import add_parser as label_parser
 from .lint import lint_paths
@@ -96,14 +97,28 @@ def _compare(args: argparse.Namespace) -> int:
         empty = args.baseline if not baseline else args.current
         print(f"imagetime compare: no report.json in {empty}", file=sys.stderr)
         return 2
+    from .baseline_runs import AmbiguousBaseline, baseline_report
+
     results = []
     for run, path in current.items():
-        base_path = baseline.get(run) or baseline.get("")
+        now = json.loads(path.read_text(encoding="utf-8"))
+        base_path = baseline.get("")
+        if base_path is None:
+            # A new checkpoint under a new name: the directory's one run of its judge.
+            try:
+                run_dir = path.parent  # <model dir>/<judge dir>: the last two parts
+                base_path = baseline_report(Path(args.baseline),
+                                            Path(run_dir.parent.name, run_dir.name),
+                                            now["manifest"]["setting"])
+            except AmbiguousBaseline as exc:
+                usage = "imagetime compare {report} " + str(args.current)
+                print(f"imagetime compare: {run or path}: {exc}; {exc.how_to_pick(usage)}",
+                      file=sys.stderr)
+                return 2
         if base_path is None:
             print(f"imagetime compare: no baseline for {run}", file=sys.stderr)
             continue
         base = json.loads(base_path.read_text(encoding="utf-8"))
-        now = json.loads(path.read_text(encoding="utf-8"))
         label = run or now["manifest"]["model"]["spec"]
         results.append(compare(base, now, max_drop, floors, args.significant,
                                args.allow_judge_change, run=label))
@@ -211,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Compare runs scored by different judges or rubrics.")
     comp.set_defaults(func=_compare)
     agree_parser(sub)
+    cases_parser(sub)
     baseline_parser(sub)
     label_parser(sub)
     probe_commands(sub)

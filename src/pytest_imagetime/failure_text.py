@@ -28,3 +28,22 @@ class PlainFailures(Node):
         if isinstance(excinfo.value, self.plain_failures):
             return str(excinfo.value)
         return super()._repr_failure_py(excinfo, style)
+
+def report_text(report: Any) -> str:
+    """A report's failure text as pytest's ``longreprtext`` gives it, without the
+    ``[gw1] linux -- Python ...`` line that a report from an xdist worker starts with: the
+    text and its first line read the same under ``-n N`` as serially."""
+    from io import StringIO
+
+    from _pytest._io import TerminalWriter
+
+    longrepr = report.longrepr
+    if longrepr is None:
+        return ""
+    if not hasattr(longrepr, "toterminal"):
+        return str(longrepr).strip()
+    buffer = StringIO()
+    writer = TerminalWriter(buffer)
+    writer.hasmarkup = False
+    longrepr.toterminal(writer)
+    return buffer.getvalue().strip()

@@ -114,6 +114,16 @@ class Row:
     breach: str | None  # why this metric fails the gate, or None
 
     @property
+    def measured(self) -> bool:
+        """Whether either run has a value: a metric the judge does not score (L3 under the
+        pixel judge) has none in both, and its tolerance or floor is not applied."""
+        return self.baseline is not None or self.current is not None
+
+    @property
+    def verdict(self) -> str:
+        return self.breach or ("ok" if self.measured else "not measured")
+
+    @property
     def delta(self) -> float | None:
         if self.baseline is None or self.current is None:
             return None
@@ -128,6 +138,7 @@ class GateResult:
     newly_passing: tuple[str, ...] = ()
     incompatible: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    limited: frozenset[str] = frozenset()  # metrics with a tolerance or a floor
 
     @property
     def breached(self) -> bool:
@@ -168,12 +179,14 @@ def compare(baseline: Mapping[str, Any], current: Mapping[str, Any],
         incompatible.append(different_cases)
     metrics = ["overall", "gate", *LEVEL_KEYS]
     metrics += [m for m in (*max_drop, *floors) if m not in metrics]
+    judged = any(item["status"] != "error" for item in current["items"])
     rows = []
     for metric in metrics:
         before, now = metric_of(baseline, metric), metric_of(current, metric)
         ci = paired_bootstrap(baseline["items"], current["items"], metric)
         rows.append(Row(metric, before, now, ci,
-                        _breach(metric, before, now, ci, max_drop, floors, significant)))
+                        _breach(metric, before, now, ci, max_drop, floors, significant,
+                                judged)))
     before_status = {i["case_id"]: i["status"] for i in baseline["items"]}
     flipped = tuple(sorted(i["case_id"] for i in current["items"]
                            if before_status.get(i["case_id"]) == "passed"
@@ -181,18 +194,22 @@ def compare(baseline: Mapping[str, Any], current: Mapping[str, Any],
     newly = tuple(sorted(i["case_id"] for i in current["items"]
                          if before_status.get(i["case_id"]) in ("failed", "error")
                          and i["status"] == "passed"))
-    return GateResult(run, tuple(rows), flipped, newly, tuple(incompatible))
+    return GateResult(run, tuple(rows), flipped, newly, tuple(incompatible),
+                      limited=frozenset((*max_drop, *floors)))
 
 
 def _breach(metric: str, before: float | None, now: float | None,
             ci: tuple[float, float, int] | None, max_drop: Mapping[str, float],
-            floors: Mapping[str, float], significant: bool) -> str | None:
-    if metric in floors and (now is None or now < floors[metric]):
-        shown = "none" if now is None else f"{now:.2f}"
-        return f"{shown} is below the floor {floors[metric]:g}"
-    if metric in max_drop and before is not None:
-        if now is None:
-            return "no score now"
+            floors: Mapping[str, float], significant: bool, judged: bool = True) -> str | None:
+    if now is None and (metric in floors or metric in max_drop):
+        if not judged:
+            return "no score now: no item was judged"
+        if before is None:
+            return None  # neither run measured it: the judge does not score it
+        return "no score now"
+    if metric in floors and now is not None and now < floors[metric]:
+        return f"{now:.2f} is below the floor {floors[metric]:g}"
+    if metric in max_drop and before is not None and now is not None:
         drop = before - now
         if drop > max_drop[metric]:
             if not significant:
@@ -223,7 +240,11 @@ def gate_lines(results: Sequence[GateResult]) -> list[str]:
             ci = "-" if row.ci is None else f"{row.ci[0]:+.2f}..{row.ci[1]:+.2f}"
             shown = NAME_OF_METRIC.get(row.metric, row.metric)
             lines.append(f"  {shown:<8} {_fmt(row.baseline):>8} {_fmt(row.current):>8} "
-                         f"{delta:>8} {ci:>17}  {row.breach or 'ok'}")
+                         f"{delta:>8} {ci:>17}  {row.verdict}")
+        unmeasured = [NAME_OF_METRIC.get(r.metric, r.metric) for r in result.rows
+                      if not r.measured and r.metric in result.limited]
+        if unmeasured:
+            lines.append(f"  not measured by this judge, so not gated: {', '.join(unmeasured)}")
         if result.flipped:
             lines.append(f"  newly failing ({len(result.flipped)}): "
                          + ", ".join(result.flipped[:20])
@@ -241,7 +262,8 @@ def gate_json(result: GateResult) -> dict[str, Any]:
         "incompatible": list(result.incompatible),
         "rows": [{"metric": r.metric, "baseline": r.baseline, "current": r.current,
                   "change": r.delta, "ci95": None if r.ci is None else [r.ci[0], r.ci[1]],
-                  "pairs": None if r.ci is None else r.ci[2], "breach": r.breach}
+                  "pairs": None if r.ci is None else r.ci[2], "breach": r.breach,
+                  "measured": r.measured}
                  for r in result.rows],
         "newly_failing": list(result.flipped),
         "newly_passing": list(result.newly_passing),

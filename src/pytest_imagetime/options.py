@@ -132,8 +132,8 @@ def add_options(parser: pytest.Parser) -> None:
            ini_type="bool", action="store_true", default=None)
     option("rejudge", "Judge every sheet again, ignoring stored judgments.",
            ini_type="bool", action="store_true", default=None)
-    option("junit", "Where the plugin writes its own JUnit XML (default: OUT/junit.xml; "
-           "'none' writes none). pytest's --junitxml works as well.")
+    option("junit", "Where the plugin writes its own JUnit XML (default: OUT/junit.xml, unless "
+           "pytest's --junitxml writes one; 'none' writes none).")
     defaults = JudgeOptions()
     option("judge-model", f"Model the vlm judge asks (default: {defaults.model}).")
     option("judge-base-url", "OpenAI-compatible base URL for the vlm judge (default: "
@@ -434,7 +434,9 @@ def _parse(config: pytest.Config) -> Options:
     junit_raw = _raw(config, "junit")
     junit: Path | None
     if junit_raw is None:
-        junit = out / "junit.xml"
+        # One JUnit file by default: with pytest's --junitxml, that one (a CI glob over
+        # **/*.xml would count every case twice); --imagetime-junit=PATH asks for both.
+        junit = None if config.getoption("xmlpath", None) else out / "junit.xml"
     elif str(junit_raw).lower() == "none":
         junit = None
     else:

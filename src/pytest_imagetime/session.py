@@ -7,7 +7,9 @@ Workers under xdist run items; only the controller writes reports.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import shlex
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
-from .failure_text import PlainFailures
+from .failure_text import PlainFailures, report_text
 from .inventory import slug
 from .item_error import ItemError
 from .markers import Markers
@@ -42,9 +44,14 @@ if TYPE_CHECKING:
     from .pipeline import Job, Pipeline, Result
     from .record import ItemRecord
     from .references import References
+    from .report.pytest_junit import PytestJunit
     from .runner import ItemOutcome, Sheet
 
 PLUGIN_NAME = "imagetime-session"
+# The options that decide what a case's rerun draws, judges and asserts.
+RERUN_OPTIONS = ("judge", "setting", "grid", "size", "seed", "pass-threshold", "out",
+                 "judge-model", "judge-base-url", "judge-key-env", "judge-repeats",
+                 "reference-dir", "reference-model", "model-base-url", "model-key-env")
 session_key = pytest.StashKey["ImagetimeSession"]()
 
 
@@ -66,6 +73,25 @@ def start(config: pytest.Config, options: Options) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: a benchmark run collects the packaged cases and nothing else.
         config.args = [str(builtin_cases_dir())]
+    else:
+        config.args = [packaged_argument(arg, config.invocation_params.dir)
+                       for arg in config.args]
+
+
+def packaged_argument(arg: str, here: Path) -> str:
+    """A path or node id of a packaged case file, as runs print them (``kitchen.yaml::ID[M]``,
+    ``cases/kitchen.yaml``), made to name the packaged file when no such file is here: the
+    node ids a run prints then work in any directory, not only in a source checkout."""
+    path, sep, rest = arg.partition("::")
+    if not path.endswith((".yaml", ".yml")) or (here / path).exists():
+        return arg
+    name = Path(path)
+    if len(name.parts) == 2 and name.parts[0] == "cases":
+        name = Path(name.name)
+    if len(name.parts) != 1:
+        return arg
+    packaged = builtin_cases_dir() / name
+    return f"{packaged}{sep}{rest}" if packaged.is_file() else arg
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -147,6 +173,8 @@ class ImagetimeSession:
         self._looked_up: dict[str, Result | None] = {}
         self.markers = Markers(config)
         self.gate_results: list[GateResult] = []
+        self.retired_baselines: list[Path] = []
+        self._baseline_found: dict[str, Path] = {}  # the report each run is gated on
         self.baselines = self._load_baselines()
         self.progress = Progress(options.progress_every_s, self._write_line)
         self._outcomes: dict[str, tuple[str, str]] = {}
@@ -154,6 +182,7 @@ class ImagetimeSession:
         self.messages: dict[str, str] = {}
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
+        self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
         # Case files this process collected: the suite reuses them instead of loading again.
         self.collected_files: dict[Path, tuple[Case, ...]] = {}
         self._ran_keys: set[str] = set()  # items this session ran: its JUnit file's
@@ -238,7 +267,10 @@ class ImagetimeSession:
         if file_path.suffix not in (".yaml", ".yml"):
             return None
         if parent.session.isinitpath(file_path) or looks_like_case_file(file_path):
-            return CaseFile.from_parent(parent, path=file_path)
+            nodeid = _packaged_nodeid(file_path, self.config.rootpath)
+            if nodeid is None:
+                return CaseFile.from_parent(parent, path=file_path)
+            return CaseFile.from_parent(parent, path=file_path, nodeid=nodeid)
         return None
 
     @pytest.hookimpl(trylast=True)
@@ -273,6 +305,9 @@ class ImagetimeSession:
         self.estimate_printed = True
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .report.pytest_junit import pytest_junit_of
+
+        self._pytest_junit = pytest_junit_of(self.config)
         if self.options.canaries and self.options.judge_options.calls \
                 and not _is_xdist_worker(self.config):
             from .canaries import run_canaries  # draws sheets: numpy only when asked for
@@ -291,18 +326,20 @@ class ImagetimeSession:
         if call.when == "setup" and call.excinfo is not None \
                 and call.excinfo.errisinstance(ItemError):
             report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
+            if isinstance(item, CaseItem):
+                report.longrepr += f"\n  rerun alone: {item.rerun_command()}"
         return report
 
+    # First: pytest's own JUnit file takes a case's properties from its teardown report.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if _is_xdist_worker(self.config):
             return
         if report.when == "setup" and report.failed:
-            self._outcomes[report.nodeid] = ("error", report.longreprtext)
+            self._outcomes[report.nodeid] = ("error", report_text(report))
         elif report.when == "call":
             status = "passed" if report.passed else "failed"
-            # A passed item has no text; rendering its absence still costs a writer.
-            text = "" if report.longrepr is None else report.longreprtext
-            self._outcomes[report.nodeid] = (status, text)
+            self._outcomes[report.nodeid] = (status, report_text(report))
         elif report.when == "teardown":
             self._finish_item(report)
 
@@ -322,6 +359,11 @@ class ImagetimeSession:
         else:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
+        if self._pytest_junit is not None:
+            from .report.junit import case_output
+
+            self._pytest_junit.case(report, "imagetime.", record.to_properties(),
+                                    case_output(record, self.config.invocation_params.dir))
         self.progress.item(record.overall, record.status == "error",
                            record.cost_usd if record.judged else 0.0)
         if text:
@@ -341,6 +383,8 @@ class ImagetimeSession:
         self.progress.expect(sum(is_case_nodeid(i) for i in ids))
 
     def _baseline_path(self, spec: RunSpec) -> Path | None:
+        """Where this run's baseline is written: the report file given, or the run's own
+        place in the baseline directory."""
         base = self.options.baseline
         if base is None:
             return None
@@ -348,23 +392,50 @@ class ImagetimeSession:
             return base
         return base / spec.paths.run_dir.relative_to(self.options.out) / "report.json"
 
+    def _find_baseline(self, spec: RunSpec) -> Path | None:
+        """The report this run is gated on: its own, or the baseline directory's one run of
+        its judge and setting whatever its model is called (a new checkpoint's new spec)."""
+        from .baseline_runs import AmbiguousBaseline, baseline_report
+
+        base = self.options.baseline
+        own = self._baseline_path(spec)
+        if base is None or own is None or own == base:
+            return own
+        try:
+            return baseline_report(base, spec.paths.run_dir.relative_to(self.options.out),
+                                   spec.setting)
+        except AmbiguousBaseline as exc:
+            if self.options.update_baseline:
+                return None  # being written now: nothing to compare with
+            raise pytest.UsageError(f"--imagetime-baseline={base}: {exc}; "
+                                    f"{exc.how_to_pick('--imagetime-baseline={report}')}") from None
+
     def _load_baselines(self) -> dict[str, dict[str, Any]]:
         """Baseline reports by run directory; a missing one is an error unless it is being
         written now."""
+        from .baseline_runs import judges_present
+
         found: dict[str, dict[str, Any]] = {}
-        if self.options.baseline is None:
+        base = self.options.baseline
+        if base is None:
             return found
         for spec in self.runs.values():
-            path = self._baseline_path(spec)
-            assert path is not None
-            report = read_json(path)
+            path = self._find_baseline(spec)
+            report = None if path is None else read_json(path)
             if report is None:
                 if self.options.update_baseline:
                     continue
+                wanted = path or self._baseline_path(spec)
+                held = judges_present(base) if base.is_dir() else []
+                others = (f"; it holds runs of other judges or settings only: "
+                          f"{', '.join(held)}" if held else "")
                 raise pytest.UsageError(
-                    f"--imagetime-baseline={self.options.baseline}: no readable baseline report "
-                    f"at {path} (--imagetime-update-baseline writes one)")
+                    f"--imagetime-baseline={base}: no readable baseline report "
+                    f"at {wanted} for {_run_label(spec)}{others} "
+                    f"(--imagetime-update-baseline writes one)")
             found[str(spec.paths.run_dir)] = report
+            assert path is not None
+            self._baseline_found[str(spec.paths.run_dir)] = path
         return found
 
     def _mark_known_failures(self, items: list[pytest.Item]) -> None:
@@ -471,21 +542,47 @@ class ImagetimeSession:
                 target = self._baseline_path(spec)
                 assert target is not None
                 write_report(target, report)
+                self._retire_superseded_baseline(spec, target)
         if self.options.html is not None and self.reports:
             self._write_html(self.options.html)
         self._write_galleries()
         if self.options.junit is not None and self.reports:
             from .report.junit import write_junit_items
+            from .report.pytest_junit import junit_family
 
             # The items this session ran: a report also holds those it kept from earlier runs.
             ran = self._ran_keys
             write_junit_items(self.options.junit,
                               [[i for i in report["items"] if i["key"] in ran]
-                               for _, report in self.reports], self.messages)
+                               for _, report in self.reports], self.messages,
+                              case_properties=junit_family(self.config) == "xunit1",
+                              reports=[report for _, report in self.reports],
+                              root=self.config.invocation_params.dir)
+        if self._pytest_junit is not None:
+            from .report.junit import pytest_suite_properties
+
+            self._pytest_junit.suite_properties(
+                pytest_suite_properties([report for _, report in self.reports]))
         # Everything is written: only the summary's part of each report stays, so the end of
         # the session (other plugins' summaries, their imports) reuses the items' memory.
         self.reports = [(path, {k: v for k, v in report.items() if k != "items"})
                         for path, report in self.reports]
+
+    def _retire_superseded_baseline(self, spec: RunSpec, written: Path) -> None:
+        """A candidate gated on another model's run of the baseline directory replaces it
+        there: the directory keeps one run of the judge, so the next checkpoint finds it."""
+        found = self._baseline_found.get(str(spec.paths.run_dir))
+        if found is None or found == written or not found.is_file():
+            return
+        # Only a report alone in its folder, as the update writes them: never a run
+        # directory with its judgments (a baseline pointed at an output directory).
+        if any(entry.name != found.name for entry in found.parent.iterdir()):
+            return
+        found.unlink()
+        for folder in (found.parent, found.parent.parent):
+            with contextlib.suppress(OSError):  # not empty: another judge's run is there
+                folder.rmdir()
+        self.retired_baselines.append(found)
 
     def _write_reports(self) -> None:
         """Each run's report of the items this session ran and of the run directory's other
@@ -612,6 +709,25 @@ class ImagetimeSession:
                 tr.write_line(line)
         if self.options.update_baseline and self.options.baseline is not None:
             tr.write_line(f"baseline updated: {self.options.baseline}")
+            for retired in self.retired_baselines:
+                tr.write_line(f"baseline replaced: {retired} (removed)")
+
+
+def _packaged_nodeid(path: Path, rootpath: Path) -> Any:
+    """A packaged case file outside the rootdir is ``<file name>`` however it was named (the
+    packaged directory, or the file itself): node ids stay the same, and resolve anywhere
+    (``packaged_argument``). None for every other file: pytest's own id."""
+    if path.is_relative_to(rootpath):
+        return None
+    try:
+        relative = path.relative_to(builtin_cases_dir()).as_posix()
+    except ValueError:
+        return None
+    try:
+        from _pytest.nodeid import NodeId  # pytest >= 9.2 takes only a NodeId here
+    except ImportError:
+        return relative
+    return NodeId(path=relative)
 
 
 def _report_name(report: dict[str, Any]) -> str:
@@ -659,10 +775,19 @@ class CaseFile(PlainFailures, pytest.File):
         session: ImagetimeSession = self.config.stash[session_key]
         cases = load_case_file(self.path, display=self.nodeid or self.path.name)
         session.collected_files[self.path.resolve()] = cases
+        structured = hasattr(self, "id")  # pytest >= 9.2 keeps node ids as NodeId
         for case in cases:
             for spec, run in session.runs.items():
-                name = f"{case.id}[{with_setting(spec, run.setting, run.grid)}]"
-                yield CaseItem.from_parent(self, name=name, case=case, run=run)
+                run_name = with_setting(spec, run.setting, run.grid)
+                name = f"{case.id}[{run_name}]"
+                if structured:
+                    # The model as the id's parameters, as pytest parses "file::case[model]"
+                    # back from its cache: --lf and --ff then find the item again.
+                    yield CaseItem.from_parent(self, name=name, case=case, run=run,
+                                               nodeid=self.id.child(case.id)
+                                               .with_params(run_name))
+                else:
+                    yield CaseItem.from_parent(self, name=name, case=case, run=run)
 
 
 
@@ -773,6 +898,27 @@ class CaseItem(PlainFailures, pytest.Item):
         if unmet:
             raise ConditionsNotMet(explain(self.case, self.outcome, unmet))
 
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        shown = super().repr_failure(excinfo, style)
+        if isinstance(shown, str) and isinstance(excinfo.value, ConditionsNotMet):
+            return f"{shown}\n  rerun alone: {self.rerun_command()}"
+        return shown
+
+    def rerun_command(self) -> str:
+        """A command that runs this case alone with this run's model, judge and scoring, in
+        any directory (``packaged_argument``), reusing what the run stored."""
+        from .options import _raw
+
+        session: ImagetimeSession = self.config.stash[session_key]
+        spec = next(s for s, run in session.runs.items() if run is self.run)
+        words = ["pytest", self.nodeid, f"--imagetime-model={spec}"]
+        for name in RERUN_OPTIONS:
+            value = _raw(self.config, name)
+            if value is not None:
+                words.append(f"--imagetime-{name}={value}")
+        return shlex.join(words)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1

@@ -53,6 +53,7 @@ class JunitCase:
     status: str  # passed, failed, error
     message: str  # the failure's or error's full text
     summary: str  # its one-line message attribute
+    output: str = ""  # its system-out: what a CI page shows beside the case
 
 
 def _attributes(values: Mapping[str, object]) -> str:
@@ -72,20 +73,33 @@ def _case_lines(case: JunitCase) -> Iterable[str]:
         tag = "failure" if case.status == "failed" else "error"
         yield (f'      <{tag} message="{attribute(case.summary)}">{text(case.message)}'
                f"</{tag}>")
+    if case.output:
+        yield f"      <system-out>{text(case.output)}</system-out>"
     yield "    </testcase>"
 
 
+def _property_lines(properties: Sequence[tuple[str, Scalar]], indent: str) -> Iterator[str]:
+    yield f"{indent}<properties>\n"
+    for key, value in properties:
+        yield f'{indent}  <property name="{_name(key)}" value="{_value(value)}" />\n'
+    yield f"{indent}</properties>\n"
+
+
 def junit_chunks(name: str, suites: Mapping[str, Iterable[JunitCase]],
-                 counts: Mapping[str, Mapping[str, int]]) -> Iterator[str]:
+                 counts: Mapping[str, Mapping[str, int]],
+                 suite_properties: Mapping[str, Sequence[tuple[str, Scalar]]] | None = None
+                 ) -> Iterator[str]:
     """The document piece by piece: ``<testsuites>`` with one ``<testsuite>`` per entry, in
     order; ``counts`` gives each suite's tests, failures and errors (the cases may be made
-    lazily, so they are not counted here)."""
+    lazily, so they are not counted here), ``suite_properties`` its ``<properties>``."""
     total = {key: sum(c[key] for c in counts.values()) for key in ("tests", "failures", "errors")}
     yield "<?xml version='1.0' encoding='utf-8'?>\n"
     yield f"<testsuites{_attributes({'name': name, **total})}>\n"
     for suite, cases in suites.items():
         attributes = {"name": suite, "skipped": 0, **counts[suite]}
         yield f"  <testsuite{_attributes(attributes)}>\n"
+        if suite_properties and suite_properties.get(suite):
+            yield from _property_lines(suite_properties[suite], "    ")
         for case in cases:
             yield "\n".join(_case_lines(case)) + "\n"
         yield "  </testsuite>\n"
@@ -104,5 +118,7 @@ def junit_text(name: str, suites: Mapping[str, Sequence[JunitCase]]) -> str:
 
 
 def write_junit_xml(path: Path, name: str, suites: Mapping[str, Iterable[JunitCase]],
-                    counts: Mapping[str, Mapping[str, int]]) -> None:
-    atomic_write_text(path, junit_chunks(name, suites, counts))
+                    counts: Mapping[str, Mapping[str, int]],
+                    suite_properties: Mapping[str, Sequence[tuple[str, Scalar]]] | None = None
+                    ) -> None:
+    atomic_write_text(path, junit_chunks(name, suites, counts, suite_properties))

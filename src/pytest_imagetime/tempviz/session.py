@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..failure_text import PlainFailures
+from ..failure_text import PlainFailures, report_text
 from ..inventory import slug
 from ..item_error import ItemError
 from ..markers import Markers
@@ -25,6 +25,7 @@ from ..models.base import ImageModel
 from ..options import Options, for_session, option_path
 from ..pipeline import CostBudget
 from ..registry import MODELS, UnknownBackend
+from ..report.pytest_junit import PytestJunit, pytest_junit_of
 from ..runner import now
 from ..scheduling import shard_cases
 from ..sheet_prompts import SHEET
@@ -197,10 +198,12 @@ class TempvizSession:
                 seed=options.seed, regenerate=options.regenerate, rejudge=options.rejudge,
                 budget=budget)
         self.junit = options.junit
-        if _raw(config, "junit") is None:
+        if _raw(config, "junit") is None and not config.getoption("xmlpath", None):
             # Not the ImageTime suite's file: both suites may share an output directory.
+            # With pytest's --junitxml that is the one JUnit file, as for ImageTime.
             self.junit = options.out / "tempviz-junit.xml"
         self.lookahead: Lookahead[Outcome] = Lookahead(options.judge_options.concurrency)
+        self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
         self.markers = Markers(config)
         self._outcomes: dict[str, tuple[str, str]] = {}
         self.records: dict[str, list[TempvizRecord]] = {}
@@ -267,14 +270,19 @@ class TempvizSession:
             report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
         return report
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._pytest_junit = pytest_junit_of(self.config)
+
+    # First: pytest's own JUnit file takes a case's properties from its teardown report.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if _is_xdist_worker(self.config):
             return
         if report.when == "setup" and report.failed:
-            self._outcomes[report.nodeid] = ("error", report.longreprtext)
+            self._outcomes[report.nodeid] = ("error", report_text(report))
         elif report.when == "call":
             self._outcomes[report.nodeid] = ("passed" if report.passed else "failed",
-                                             report.longreprtext)
+                                             report_text(report))
         elif report.when == "teardown":
             self._finish_item(report)
 
@@ -290,6 +298,11 @@ class TempvizSession:
         else:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
+        if self._pytest_junit is not None:
+            from .junit import case_output
+
+            self._pytest_junit.case(report, "tempviz.", record.to_properties(),
+                                    case_output(record, self.config.invocation_params.dir))
         if text:
             self.messages[record.key] = text
 
@@ -313,9 +326,12 @@ class TempvizSession:
             write_html([r for _, r in self.reports], self.options.html)
         all_records = [r for rs in self.records.values() for r in rs]
         if self.junit is not None and all_records:
+            from ..report.pytest_junit import junit_family
             from .junit import write_junit
 
-            write_junit(self.junit, all_records, self.messages)
+            write_junit(self.junit, all_records, self.messages,
+                        case_properties=junit_family(self.config) == "xunit1",
+                        root=self.config.invocation_params.dir)
 
     def _manifest(self, run: TempvizRun) -> dict[str, Any]:
         examples = self.settings.examples
