@@ -52,6 +52,8 @@ def start(config: pytest.Config, options: Options) -> None:
         config.option.dist = "no"
         config.option.numprocesses = None
     _register_markers(config)
+    if not _is_xdist_worker(config):
+        _check_outputs(config, options)
     session = ImagetimeSession(config, options)
     config.stash[session_key] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
@@ -62,6 +64,26 @@ def start(config: pytest.Config, options: Options) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: a benchmark run collects the packaged cases and nothing else.
         config.args = [str(builtin_cases_dir())]
+
+
+def _check_outputs(config: pytest.Config, options: Options) -> None:
+    """Refuse output paths that cannot be written before any item runs (a session that
+    writes nothing, collecting only or a dry run, is let be)."""
+    if options.dry_run or config.option.collectonly:
+        return
+    from .writable import UnwritablePath, check_file, check_folder
+
+    try:
+        check_folder(options.out, "--imagetime-out")
+        if options.junit is not None:
+            check_file(options.junit, "--imagetime-junit")
+        if options.html is not None:
+            check_folder(options.html, "--imagetime-html")
+        xmlpath = getattr(config.option, "xmlpath", None)  # pytest's own --junitxml
+        if xmlpath:
+            check_file(Path(xmlpath).absolute(), "--junitxml")
+    except UnwritablePath as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _register_markers(config: pytest.Config) -> None:
