@@ -150,3 +150,61 @@ def test_a_read_only_folder_is_refused(tmp_path: Path) -> None:
         assert folder_problem(locked) == f"the folder {locked} is not writable"
     finally:
         locked.chmod(0o755)
+
+
+# ------------------------------------------------------------------ files:DIR without files
+
+def _two_cases(pytester: pytest.Pytester) -> None:
+    write_case_file(pytester.path / "kitchen.yaml", [
+        case_dict("kitchen-pour-water-1"),
+        case_dict("kitchen-pour-water-2", variant=2,
+                  setup={"scene": "a marble counter", "style": "flat illustration",
+                         "camera": "top-down view"})])
+
+
+def _sheet(path: Path) -> None:
+    from PIL import Image
+
+    Image.new("RGB", (64, 64), (200, 180, 160)).save(path)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_files_without_an_image_for_any_selected_case_is_refused_at_start_up(
+        pytester: pytest.Pytester, workers: list[str]) -> None:
+    _two_cases(pytester)
+    sheets = pytester.mkdir("sheets")
+    _sheet(sheets / "kitchen-pour-water-one.png")  # a naming scheme of its own
+    result = pytester.runpytest_subprocess("kitchen.yaml", "--imagetime-model=files:sheets",
+                                           *workers)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: --imagetime-model=files:sheets: none of the 2 selected cases has an image in "
+        "sheets (expected <case id>.png, .jpg, .jpeg or .webp, such as "
+        "sheets/kitchen-pour-water-1.png); it holds 1 image files, such as "
+        "kitchen-pour-water-one.png"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert not (pytester.path / "reports").exists()
+
+
+def test_files_with_an_image_only_for_a_deselected_case_is_refused(
+        pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    sheets = pytester.mkdir("sheets")
+    _sheet(sheets / "kitchen-pour-water-1.png")
+    result = pytester.runpytest("kitchen.yaml", "--imagetime-model=files:sheets",
+                                "-k", "water-2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "none of the 1 selected cases has an image" in result.stderr.str()
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_files_with_some_images_runs_and_the_missing_ones_are_item_errors(
+        pytester: pytest.Pytester, workers: list[str]) -> None:
+    _two_cases(pytester)
+    sheets = pytester.mkdir("sheets")
+    _sheet(sheets / "kitchen-pour-water-1.png")
+    result = pytester.runpytest_subprocess("kitchen.yaml", "--imagetime-model=files:sheets",
+                                           "--imagetime-pass-threshold=0", *workers)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors") == 1
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1

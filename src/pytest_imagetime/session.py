@@ -169,6 +169,7 @@ class ImagetimeSession:
         self.messages: dict[str, str] = {}
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
+        self._selection_checked = False
 
     @property
     def pipeline(self) -> Pipeline:
@@ -224,6 +225,9 @@ class ImagetimeSession:
                 config.hook.pytest_deselected(items=others)
                 items[:] = [i for i in items if not isinstance(i, CaseItem)
                             or i.case.id in kept]
+        if not config.option.collectonly and not _is_xdist_worker(config):
+            # Under xdist the controller checks, as the workers' collections arrive.
+            self._check_selection([(i.run, i.case.id) for i in items if isinstance(i, CaseItem)])
         if not self.options.dry_run:
             return
         from .estimate import estimate, estimate_lines
@@ -238,6 +242,19 @@ class ImagetimeSession:
                 reporter.write_line(line)
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
+
+    def _check_selection(self, selected: list[tuple[RunSpec, str]]) -> None:
+        """Refuse a model that can make none of the selected cases (``files:DIR`` without
+        a file for any of them) before the first item, where a backend can tell."""
+        for spec, run in self.runs.items():
+            check = getattr(run.model, "check_selection", None)
+            case_ids = [case_id for of, case_id in selected if of is run]
+            if not callable(check) or not case_ids:
+                continue
+            try:
+                check(case_ids)
+            except ValueError as exc:
+                raise pytest.UsageError(f"--imagetime-model={spec}: {exc}") from None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.options.canaries and not self.options.dry_run \
@@ -304,6 +321,24 @@ class ImagetimeSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.progress.expect(sum(is_case_nodeid(i) for i in ids))
+        if not self._selection_checked:
+            self._selection_checked = True  # every worker collects the same items
+            self._check_selection(self._selected_in(ids))
+
+    def _selected_in(self, nodeids: list[str]) -> list[tuple[RunSpec, str]]:
+        """The run and case id of each case node id (``<file>::<case id>[<run label>]``)."""
+        by_label = {with_setting(spec, run.setting, run.grid): run
+                    for spec, run in self.runs.items()}
+        selected = []
+        for nodeid in nodeids:
+            if not is_case_nodeid(nodeid):
+                continue
+            name = nodeid.rsplit("::", 1)[1]
+            case_id, _, label = name.partition("[")
+            run = by_label.get(label[:-1])
+            if run is not None:
+                selected.append((run, case_id))
+        return selected
 
     def _baseline_path(self, spec: RunSpec) -> Path | None:
         base = self.options.baseline
