@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,99 @@ def test_files_with_some_images_runs_and_the_missing_ones_are_item_errors(
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors") == 1
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1
+
+
+# ------------------------------------------------------------------ item errors, one line each
+
+def _three_cases_one_sheet(pytester: pytest.Pytester) -> None:
+    write_case_file(pytester.path / "kitchen.yaml", [
+        case_dict(f"kitchen-pour-water-{n}", variant=1 + n % 2,
+                  setup={"scene": f"counter {n}", "style": "photorealistic",
+                         "camera": "fixed side view"})
+        for n in (1, 2, 3)])
+    _sheet(pytester.mkdir("sheets") / "kitchen-pour-water-1.png")
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_item_errors_print_one_line_each_and_a_count_of_each_reason(
+        pytester: pytest.Pytester, workers: list[str]) -> None:
+    _three_cases_one_sheet(pytester)
+    result = pytester.runpytest_subprocess("kitchen.yaml", "--imagetime-model=files:sheets",
+                                           "--imagetime-pass-threshold=0", *workers)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*= ImageTime item errors =*",
+        "2 item errors, 1 reason:",
+        "  2 x model files:sheets failed on <case>: no image for case '<case>': expected "
+        "sheets/<case>.png (or .jpg, .jpeg, .webp)",
+    ])
+    for n in (2, 3):
+        line = (f"ERROR kitchen.yaml::kitchen-pour-water-{n}[files:sheets] - model files:sheets "
+                f"failed on kitchen-pour-water-{n}: no image for case 'kitchen-pour-water-{n}': "
+                f"expected sheets/kitchen-pour-water-{n}.png (or .jpg, .jpeg, .webp)")
+        assert out.count(f"kitchen-pour-water-{n}[") == 1, out  # listed once, in full
+        assert line in out.splitlines()
+    assert "= ERRORS =" not in out and "ERROR at setup" not in out
+    assert "Traceback" not in out
+    assert result.parseoutcomes()["errors"] == 2  # pytest's counts still see them
+
+
+def test_item_error_lines_name_nodes_as_pytest_does_from_another_directory(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    _three_cases_one_sheet(pytester)
+    root = pytester.path
+    below = pytester.mkdir("below")
+    monkeypatch.chdir(below)  # the root stays above while pytest runs from below it
+    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                          "--rootdir", str(root), str(root / "kitchen.yaml"),
+                          f"--imagetime-model=files:{root / 'sheets'}",
+                          "--imagetime-pass-threshold=0", "--imagetime-judge=pixel")
+    lines = [line for line in result.stdout.lines if line.startswith("ERROR ")]
+    assert len(lines) == 2, result.stdout.str()
+    assert all(line.startswith("ERROR ../kitchen.yaml::") for line in lines), lines
+
+
+def test_without_short_summary_only_the_counts_are_printed(pytester: pytest.Pytester) -> None:
+    _three_cases_one_sheet(pytester)
+    result = pytester.runpytest("kitchen.yaml", "--imagetime-model=files:sheets", "-rN")
+    out = result.stdout.str()
+    assert "2 item errors, 1 reason:" in out
+    assert not [line for line in out.splitlines() if line.startswith("ERROR ")]
+
+
+def test_a_setup_error_of_an_item_is_reported_without_building_a_traceback(
+        pytester: pytest.Pytester) -> None:
+    _three_cases_one_sheet(pytester)
+    recorded = pytester.inline_run("kitchen.yaml", "--imagetime-model=files:sheets")
+    errors = [r for r in recorded.getreports("pytest_runtest_logreport")
+              if r.when == "setup" and r.failed]
+    assert len(errors) == 2
+    for report in errors:
+        assert isinstance(report.longrepr, str)
+        assert report.longrepr.count("\n") == 0
+        assert "no image for case" in report.longrepr
+
+
+_CASE_IDS = st.from_regex(r"[a-z]{3,8}-[a-z]{3,8}-[12]", fullmatch=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases=st.lists(_CASE_IDS, min_size=1, max_size=12, unique=True),
+       kinds=st.lists(st.sampled_from(["no image for {c}: expected /d/{c}.png",
+                                       "judge pixel failed on {c}: timeout",
+                                       "cannot read the stored sheet /o/{c}.png"]),
+                      min_size=12, max_size=12))
+def test_reason_counts_add_up_and_join_what_differs_only_by_case(
+        cases: list[str], kinds: list[str]) -> None:
+    from pytest_imagetime.error_summary import ItemErrorLine, reason_counts, summary_lines
+
+    errors = [ItemErrorLine(f"f.yaml::{c}[m]", c, kind.format(c=c))
+              for c, kind in zip(cases, kinds, strict=False)]
+    counts = reason_counts(errors)
+    assert sum(n for n, _ in counts) == len(errors)
+    assert len(counts) == len({kinds[i] for i in range(len(cases))})
+    assert [n for n, _ in counts] == sorted((n for n, _ in counts), reverse=True)
+    assert all("<case>" in reason for _, reason in counts)
+    lines = summary_lines(errors, per_item=True)
+    assert lines[:len(errors)] == [f"ERROR {e.nodeid} - {e.reason}" for e in errors]
+    assert len(lines) == len(errors) + 1 + len(counts)

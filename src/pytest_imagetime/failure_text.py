@@ -20,3 +20,11 @@ class PlainFailures(Node):
         if isinstance(excinfo.value, self.plain_failures):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
+
+    def _repr_failure_py(self, excinfo: ExceptionInfo[BaseException],
+                         style: Any = None) -> TerminalRepr:
+        # pytest reports a setup error through this method, not repr_failure: building the
+        # traceback it would show (every frame's source parsed) cost most of an errored item.
+        if isinstance(excinfo.value, self.plain_failures):
+            return str(excinfo.value)  # type: ignore[return-value]  # a str is a longrepr too
+        return super()._repr_failure_py(excinfo, style)

@@ -8,6 +8,7 @@ Workers under xdist run items; only the controller writes reports.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
+from .error_summary import ItemErrorLine
+from .error_summary import summary_lines as error_summary_lines
 from .failure_text import PlainFailures
 from .inventory import slug
 from .item_error import ItemError
@@ -57,6 +60,7 @@ def start(config: pytest.Config, options: Options) -> None:
     session = ImagetimeSession(config, options)
     config.stash[session_key] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
+    config.pluginmanager.register(OneLineItemErrors(session), "imagetime-item-errors")
     if config.pluginmanager.hasplugin("xdist"):
         from .scheduling import XdistHooks
 
@@ -170,6 +174,7 @@ class ImagetimeSession:
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
         self._selection_checked = False
+        self.item_errors: list[ItemErrorLine] = []  # shown by OneLineItemErrors
 
     @property
     def pipeline(self) -> Pipeline:
@@ -301,6 +306,8 @@ class ImagetimeSession:
         if status == "error":
             reason = record.error or _last_line(text) or "setup failed"
             record = record.with_status("error", reason)
+            nodeid = _cwd_relative(self.config, report.nodeid)
+            self.item_errors.append(ItemErrorLine(nodeid, record.case_id, reason))
         else:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
@@ -548,6 +555,10 @@ class ImagetimeSession:
         if _is_xdist_worker(self.config):
             return
         tr = terminalreporter
+        if self.item_errors and not getattr(tr, "no_summary", False):
+            tr.write_sep("=", "ImageTime item errors")
+            for line in error_summary_lines(self.item_errors, per_item=tr.hasopt("E")):
+                tr.write_line(line)
         for gallery in self.galleries:
             tr.write_line(f"dense-grid gallery (qualitative, not scored): {gallery}")
         if not self.reports:
@@ -570,6 +581,40 @@ class ImagetimeSession:
                 tr.write_line(line)
         if self.options.update_baseline and self.options.baseline is not None:
             tr.write_line(f"baseline updated: {self.options.baseline}")
+
+
+class OneLineItemErrors:
+    """Lists each item error on one line (``ImagetimeSession.pytest_terminal_summary``), in
+    place of pytest's ERRORS section and short summary lines of the same items, with a count
+    of each reason: 750 items that fail alike then read as one reason, not 2,250 lines."""
+
+    def __init__(self, session: ImagetimeSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
+        errors = terminalreporter.stats.get("error")
+        config = terminalreporter.config
+        ours = {e.nodeid for e in self.session.item_errors}
+        if not errors or not ours or getattr(terminalreporter, "no_summary", False):
+            return (yield)
+        every = list(errors)
+        # Out of pytest's sight only while it writes its sections; its counts see them all.
+        errors[:] = [r for r in every
+                     if not (r.when == "setup" and _cwd_relative(config, r.nodeid) in ours)]
+        try:
+            return (yield)
+        finally:
+            errors[:] = every
+
+
+def _cwd_relative(config: pytest.Config, nodeid: str) -> str:
+    """The node id as pytest prints it: its file relative to the working directory."""
+    path, sep, rest = nodeid.partition("::")
+    if config.invocation_params.dir == config.rootpath or not path:
+        return nodeid
+    relative = os.path.relpath(config.rootpath / path, config.invocation_params.dir)
+    return f"{Path(relative).as_posix()}{sep}{rest}"
 
 
 def _run_label(spec: RunSpec) -> str:
