@@ -305,3 +305,50 @@ def test_reason_counts_add_up_and_join_what_differs_only_by_case(
     lines = summary_lines(errors, per_item=True)
     assert lines[:len(errors)] == [f"ERROR {e.nodeid} - {e.reason}" for e in errors]
     assert len(lines) == len(errors) + 1 + len(counts)
+
+
+# ------------------------------------------------------------------ a crashed xdist worker
+
+@pytest.mark.parametrize("kill", ["os._exit(3)", "os.kill(os.getpid(), signal.SIGKILL)"])
+def test_an_item_that_kills_its_worker_is_an_error_in_the_reports(
+        pytester: pytest.Pytester, kill: str) -> None:
+    import json
+    import xml.etree.ElementTree as ET
+
+    from pytest_imagetime.report.json_report import validate_report
+
+    write_case_file(pytester.path / "kitchen.yaml", [
+        case_dict(f"kitchen-pour-water-{n}", variant=1 + n % 2,
+                  setup={"scene": f"counter {n}", "style": "photorealistic",
+                         "camera": "fixed side view"})
+        for n in (1, 2, 3, 4)])
+    pytester.makeconftest(f"""
+        import os, signal
+
+        def pytest_runtest_setup(item):
+            if "kitchen-pour-water-3" in item.nodeid:
+                {kill}
+    """)
+    result = pytester.runpytest_subprocess("kitchen.yaml", "--imagetime-model=procedural",
+                                           "--imagetime-size=128", "-n", "2")
+    result.assert_outcomes(passed=3, failed=1)  # pytest counts the crash once, as failed
+    report = json.loads((pytester.path / "reports/procedural/pixel/report.json").read_text())
+    validate_report(report)
+    statuses = {i["case_id"]: i["status"] for i in report["items"]}
+    assert len(report["items"]) == 4
+    assert statuses == {"kitchen-pour-water-1": "passed", "kitchen-pour-water-2": "passed",
+                        "kitchen-pour-water-3": "error", "kitchen-pour-water-4": "passed"}
+    assert report["aggregate"]["errors"] == 1
+    (error,) = report["errors"]
+    assert error["case_id"] == "kitchen-pour-water-3"
+    assert error["reason"].startswith("worker 'gw")
+    assert "crashed while running 'kitchen.yaml::kitchen-pour-water-3[procedural]'" \
+        in error["reason"]
+    junit = ET.parse(pytester.path / "reports" / "junit.xml").getroot()
+    cases = junit.findall(".//testcase")
+    assert len(cases) == 4
+    crashed = [c for c in cases if "kitchen-pour-water-3" in (c.get("name") or "")]
+    assert len(crashed) == 1
+    (element,) = crashed[0].findall("error")
+    assert "crashed while running" in (element.get("message") or "")
+    assert not [c for c in cases if c is not crashed[0] and list(c.iter("error"))]

@@ -292,6 +292,35 @@ class ImagetimeSession:
             self._outcomes[report.nodeid] = (status, text)
         elif report.when == "teardown":
             self._finish_item(report)
+        elif report.failed and report.when not in ("setup", "call"):
+            self._record_crash(report)
+
+    def _record_crash(self, report: pytest.TestReport) -> None:
+        """An item whose xdist worker died under it: xdist reports it once, failed, with no
+        record of ours; the reports count it as an error with xdist's reason."""
+        from .record import ItemRecord
+
+        selected = self._selected_in([report.nodeid])
+        if not selected:
+            return
+        run, case_id = selected[0]
+        self._outcomes.pop(report.nodeid, None)  # a setup or call it reported before dying
+        path = self.config.rootpath / report.nodeid.split("::", 1)[0]
+        try:
+            case = next(c for c in load_case_file(path) if c.id == case_id)
+        except (CaseFileError, OSError, StopIteration):
+            self._write_line(f"[imagetime] {report.nodeid}: its worker crashed, and its case "
+                             f"cannot be read again from {path}: it is missing from the report")
+            return
+        text = _last_line(report.longreprtext) or "its worker crashed"  # not the worker header
+        reason = f"{text} (the xdist worker running it died: killed, out of memory, or a crash)"
+        # Through its properties, as every item's record reaches this process.
+        record = ItemRecord.from_properties(base_record(case, run).to_properties())
+        assert record is not None
+        record = record.with_status("error", reason)
+        self.records.setdefault(record.run_dir, []).append(record)
+        self.progress.item(None, True, 0.0)
+        self.messages[record.key] = reason
 
     def _finish_item(self, report: pytest.TestReport) -> None:
         from .record import ItemRecord
@@ -641,6 +670,22 @@ class CaseFile(PlainFailures, pytest.File):
 
 
 
+def base_record(case: Case, run: RunSpec) -> ItemRecord:
+    """What an item's record holds before its outcome is known."""
+    from .record import ItemRecord
+
+    return ItemRecord(
+        key=f"{case.id}[{with_setting(run.model.name, run.setting, run.grid)}]",
+        case_id=case.id,
+        case_file=Path(case.source).name, domain=case.domain, subcategory=case.subcategory,
+        concept=case.concept, difficulty=case.difficulty, variant=case.variant,
+        probed_levels=case.levels, constraint=case.applicable.constraint,
+        model=run.model.name, judge=run.judge.name, setting=run.setting,
+        run_dir=str(run.paths.run_dir), image=str(run.paths.image(case.id)),
+        case_sha256=case.spec_hash,
+    )
+
+
 class ConditionsNotMet(AssertionError):
     """Benchmark conditions the sheet does not meet: a test failure, not an error."""
 
@@ -671,19 +716,7 @@ class CaseItem(PlainFailures, pytest.Item):
             self, marks, lambda name: f"ImageTime items of domain {domain}")
 
     def base_record(self) -> ItemRecord:
-        from .record import ItemRecord
-
-        case, run = self.case, self.run
-        return ItemRecord(
-            key=f"{case.id}[{with_setting(run.model.name, run.setting, run.grid)}]",
-            case_id=case.id,
-            case_file=Path(case.source).name, domain=case.domain, subcategory=case.subcategory,
-            concept=case.concept, difficulty=case.difficulty, variant=case.variant,
-            probed_levels=case.levels, constraint=case.applicable.constraint,
-            model=run.model.name, judge=run.judge.name, setting=run.setting,
-            run_dir=str(run.paths.run_dir), image=str(run.paths.image(case.id)),
-            case_sha256=case.spec_hash,
-        )
+        return base_record(self.case, self.run)
 
     def job(self) -> Job:
         if self._job is None:  # asked for when the pipeline is planned, and again at setup
