@@ -7,10 +7,13 @@ judge failure raises ItemError with the reason: the item is an error, never a sc
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
@@ -405,11 +408,49 @@ def _stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
     if not spec.rejudge:
         stored = load_stored_judgment(spec.paths, stored_as, key)
         if stored is not None:
-            try:
-                return key, stored_as, Judgment.from_json(stored["judgment"])
-            except (KeyError, TypeError):
-                pass  # an old or damaged record: judge again
+            return key, stored_as, _trusted_judgment(spec, case, stored_as, stored)
     return key, stored_as, None
+
+
+class StoredDataWarning(UserWarning):
+    """A stored file that parsed but cannot be trusted; it is made again."""
+
+
+_warned: set[Path] = set()
+_warned_lock = threading.Lock()
+
+
+def _trusted_judgment(spec: RunSpec, case: Case, stored_as: str,
+                      stored: Mapping[str, Any]) -> Judgment | None:
+    """The stored judgment when it passes the checks a new one passes; else None (it is
+    judged again) with a warning, once per file and process."""
+    try:
+        judgment = Judgment.from_json(stored["judgment"])
+        validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
+        _check_numbers(judgment)
+    except (KeyError, TypeError, ValueError, AttributeError, JudgeError) as exc:
+        path = spec.paths.judgment(stored_as)
+        with _warned_lock:
+            first = path not in _warned
+            _warned.add(path)
+        if first:
+            warnings.warn(StoredDataWarning(
+                f"the stored judgment {path} cannot be trusted ({_describe(exc)}): judging "
+                f"{case.id} again"), stacklevel=2)
+        return None
+    return judgment
+
+
+def _check_numbers(judgment: Judgment) -> None:
+    """Raise ValueError when a number the reports add up is not one."""
+    for name in ("latency_s", "tokens_in", "tokens_out", "cost_usd"):
+        value = getattr(judgment, name)
+        if name == "cost_usd" and value is None:
+            continue  # an unknown price
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{name}={value!r} is not a number")
+    if not all(isinstance(label, str) for label in judgment.labels):
+        raise ValueError(f"labels {list(judgment.labels)!r} are not all text")
 
 
 def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int

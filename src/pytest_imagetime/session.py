@@ -335,8 +335,9 @@ class ImagetimeSession:
         if status == "error":
             reason = record.error or _last_line(text) or "setup failed"
             record = record.with_status("error", reason)
-            nodeid = _cwd_relative(self.config, report.nodeid)
-            self.item_errors.append(ItemErrorLine(nodeid, record.case_id, reason))
+            if record.error:  # an ItemError's one line; anything else keeps its traceback
+                nodeid = _cwd_relative(self.config, report.nodeid)
+                self.item_errors.append(ItemErrorLine(nodeid, record.case_id, reason))
         else:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)

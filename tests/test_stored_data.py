@@ -1,0 +1,86 @@
+"""Stored data stays trustworthy: damaged judgments and sheets, duplicate case ids, files
+left by a killed run, and two sessions writing one output directory."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_imagetime.report.json_report import validate_report
+from tests.builders import case_dict, write_case_file
+
+
+@pytest.fixture(autouse=True)
+def offline_judge(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--imagetime-judge=pixel")
+
+
+ARGS = ("kitchen.yaml", "--imagetime-model=procedural", "--imagetime-size=128")
+
+
+def _two_cases(pytester: pytest.Pytester) -> None:
+    write_case_file(pytester.path / "kitchen.yaml", [
+        case_dict("kitchen-pour-water-1"),
+        case_dict("kitchen-pour-water-2", variant=2,
+                  setup={"scene": "a marble counter", "style": "flat illustration",
+                         "camera": "top-down view"})])
+
+
+def _report(pytester: pytest.Pytester) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(
+        (pytester.path / "reports/procedural/pixel/report.json").read_text())
+    validate_report(report)
+    return report
+
+
+def _damage(judgment: dict[str, Any], how: str) -> None:
+    if how == "score":
+        judgment["scores"]["C0"] = "ten"
+    elif how == "range":
+        judgment["scores"]["C0"] = 11
+    elif how == "cost":
+        judgment["cost_usd"] = "free"
+    elif how == "labels":
+        judgment["labels"] = [3]
+    elif how == "predicates":
+        judgment["predicates"] = ["yes"]
+    elif how == "scores-list":
+        judgment["scores"] = [10, 9]
+
+
+@pytest.mark.parametrize("how", ["score", "range", "cost", "labels", "predicates",
+                                 "scores-list"])
+def test_a_stored_judgment_with_wrong_types_is_judged_again_with_a_warning(
+        pytester: pytest.Pytester, how: str) -> None:
+    _two_cases(pytester)
+    pytester.runpytest(*ARGS).assert_outcomes(passed=2)
+    path = pytester.path / "reports/procedural/pixel/judgments/kitchen-pour-water-1.json"
+    stored = json.loads(path.read_text())
+    _damage(stored["judgment"], how)
+    path.write_text(json.dumps(stored))
+
+    again = pytester.runpytest(*ARGS)
+    again.assert_outcomes(passed=2, warnings=1)
+    again.stdout.fnmatch_lines([f"*StoredDataWarning: the stored judgment {path} cannot be "
+                                f"trusted (*): judging kitchen-pour-water-1 again"])
+    judged = {i["case_id"]: i["judged"] for i in _report(pytester)["items"]}
+    assert judged == {"kitchen-pour-water-1": True, "kitchen-pour-water-2": False}
+    assert json.loads(path.read_text())["judgment"]["scores"]["C0"] in range(11)
+
+    third = pytester.runpytest(*ARGS)
+    third.assert_outcomes(passed=2)  # trusted again: no warning, nothing judged
+    assert not any(i["judged"] for i in _report(pytester)["items"])
+
+
+def test_a_damaged_judgment_is_judged_again_under_xdist(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    pytester.runpytest(*ARGS).assert_outcomes(passed=2)
+    path = pytester.path / "reports/procedural/pixel/judgments/kitchen-pour-water-2.json"
+    stored = json.loads(path.read_text())
+    _damage(stored["judgment"], "score")
+    path.write_text(json.dumps(stored))
+    again = pytester.runpytest_subprocess(*ARGS, "-n", "2")
+    again.assert_outcomes(passed=2, warnings=1)
+    assert "cannot be trusted" in again.stdout.str()
