@@ -4,6 +4,7 @@ left by a killed run, and two sessions writing one output directory."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,3 +85,69 @@ def test_a_damaged_judgment_is_judged_again_under_xdist(pytester: pytest.Pyteste
     again = pytester.runpytest_subprocess(*ARGS, "-n", "2")
     again.assert_outcomes(passed=2, warnings=1)
     assert "cannot be trusted" in again.stdout.str()
+
+
+# ------------------------------------------------------------------ a PNG whose data is broken
+
+def broken_png(size: int = 128) -> bytes:
+    """A PNG whose every chunk CRC checks out but whose image data holds a third of the
+    rows: Pillow's verify() passes it, decoding fails."""
+    import io
+    import struct
+    import zlib
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (size, size), (120, 40, 200)).save(buffer, format="PNG")
+    data = buffer.getvalue()
+    chunks, pos = [], 8
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        chunks.append((data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]))
+        pos += 12 + length
+    rows = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
+    out, wrote = bytearray(data[:8]), False
+    for kind, body in chunks:
+        if kind == b"IDAT":
+            if wrote:
+                continue
+            body, wrote = zlib.compress(rows[:len(rows) // 3]), True
+        crc = struct.pack(">I", zlib.crc32(kind + body))
+        out += struct.pack(">I", len(body)) + kind + body + crc
+    return bytes(out)
+
+
+def test_the_broken_png_passes_pillows_check_and_fails_decoding(tmp_path: Path) -> None:
+    from PIL import Image
+
+    path = tmp_path / "broken.png"
+    path.write_bytes(broken_png())
+    with Image.open(path) as opened:
+        opened.verify()
+    with Image.open(path) as opened, pytest.raises(OSError, match="truncated"):
+        opened.load()
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_png_with_broken_image_data_is_an_item_error_naming_the_file(
+        pytester: pytest.Pytester, workers: list[str]) -> None:
+    _two_cases(pytester)
+    sheets = pytester.mkdir("sheets")
+    (sheets / "kitchen-pour-water-1.png").write_bytes(broken_png())
+    from PIL import Image
+
+    Image.new("RGB", (96, 96), (10, 10, 10)).save(sheets / "kitchen-pour-water-2.png")
+    result = pytester.runpytest_subprocess("kitchen.yaml", "--imagetime-model=files:sheets",
+                                           "--imagetime-pass-threshold=0", *workers)
+    outcomes = result.parseoutcomes()
+    assert outcomes["errors"] == 1 and outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1
+    reason = ("cannot decode the file sheets/kitchen-pour-water-1.png for kitchen-pour-water-1: "
+              "its image data is broken (image file is truncated*)")
+    result.stdout.fnmatch_lines([f"ERROR kitchen.yaml::kitchen-pour-water-1[[]files:sheets[]] "
+                                 f"- {reason}"])
+    assert "Traceback" not in result.stdout.str() and "metrics.py" not in result.stdout.str()
+    report = json.loads((pytester.path / "reports/files-sheets/pixel/report.json").read_text())
+    validate_report(report)
+    (error,) = report["errors"]
+    assert error["reason"].startswith("cannot decode the file sheets/kitchen-pour-water-1.png")

@@ -343,7 +343,7 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     cannot be written."""
     item, generated = drawn.item, drawn.generated
     case, request = item.case, item.request
-    image = generated.image if generated.image.mode == "RGB" else generated.image.convert("RGB")
+    image = _pixels(spec, drawn)
     record: dict[str, Any] = {
         "format": IMAGE_RECORD_FORMAT, "input_key": item.key, "model": spec.model.name,
         "model_config": dict(spec.model.config()), "case_id": case.id,
@@ -378,6 +378,28 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
                         f"{spec.paths.image(case.id).parent}: {exc}") from exc
     record["image_sha256"] = digest
     return Sheet(image, digest, record, True, item.reference, metrics=metrics)
+
+
+def _pixels(spec: RunSpec, drawn: Drawn) -> Image.Image:
+    """The drawn sheet as RGB, decoded here if storing it needs its pixels; raises ItemError
+    naming its file when they cannot be decoded. A file's chunks can all check out while
+    its image data is short or garbled: that shows only when the pixels are read."""
+    generated = drawn.generated
+    encode, measure = needs_measuring(spec, drawn)
+    apart = drawn.measured
+    if generated.image.mode == "RGB" \
+            and not (encode and (apart is None or apart.data is None)) \
+            and not (measure and (apart is None or apart.metrics is None)):
+        return generated.image
+    try:
+        generated.image.load()
+        return generated.image if generated.image.mode == "RGB" \
+            else generated.image.convert("RGB")
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        source = generated.details.get("source")
+        what = f"the file {source}" if source else f"the sheet {spec.model.name} returned"
+        raise ItemError(f"cannot decode {what} for {drawn.case.id}: its image data is "
+                        f"broken ({exc})") from exc
 
 
 def obtain_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> tuple[Judgment, bool]:

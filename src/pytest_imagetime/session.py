@@ -333,9 +333,10 @@ class ImagetimeSession:
             return  # skipped, or not an ImageTime item
         status, text = outcome
         if status == "error":
+            item_error = bool(record.error)  # an ItemError's one line; else a traceback
             reason = record.error or _last_line(text) or "setup failed"
             record = record.with_status("error", reason)
-            if record.error:  # an ItemError's one line; anything else keeps its traceback
+            if item_error:
                 nodeid = _cwd_relative(self.config, report.nodeid)
                 self.item_errors.append(ItemErrorLine(nodeid, record.case_id, reason))
         else:

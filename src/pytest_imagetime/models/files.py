@@ -81,7 +81,9 @@ class FilesModel:
         try:
             data = path.read_bytes()
             image = _open_rgb(data)
-        except (OSError, UnidentifiedImageError, SyntaxError) as exc:
+        except UnidentifiedImageError:  # its text names a buffer's address, not the file
+            raise ModelError(f"cannot read {path}: not an image Pillow can identify") from None
+        except (OSError, SyntaxError) as exc:
             raise ModelError(f"cannot read {path}: {exc}") from None
         stat = path.stat()
         # The file's own bytes go to the store: an RGB PNG is kept as it is, not re-encoded.
