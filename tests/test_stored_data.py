@@ -151,3 +151,38 @@ def test_a_png_with_broken_image_data_is_an_item_error_naming_the_file(
     validate_report(report)
     (error,) = report["errors"]
     assert error["reason"].startswith("cannot decode the file sheets/kitchen-pour-water-1.png")
+
+
+# ------------------------------------------------------------------ one case id, two files
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_the_same_case_id_in_two_case_files_is_a_collection_error_naming_both(
+        pytester: pytest.Pytester, workers: list[str]) -> None:
+    _two_cases(pytester)
+    write_case_file(pytester.path / "more.yaml", [
+        case_dict("kitchen-pour-water-9"),
+        case_dict("kitchen-pour-water-2", setup={"scene": "a steel counter",
+                                                 "style": "photorealistic",
+                                                 "camera": "fixed side view"})])
+    result = pytester.runpytest_subprocess("kitchen.yaml", "more.yaml",
+                                           "--imagetime-model=procedural",
+                                           "--imagetime-size=128", *workers)
+    result.stdout.fnmatch_lines([
+        "more.yaml:*: case 'kitchen-pour-water-2': field 'id': this case id is also defined "
+        "in kitchen.yaml:*; case ids must be unique across the case files of a run*"])
+    if workers:  # xdist runs what its workers collected, and fails the session
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        assert result.parseoutcomes()["errors"] == 1
+        return
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "passed" not in result.stdout.str()
+    assert not (pytester.path / "reports").exists()
+
+
+def test_distinct_case_ids_across_files_collect_as_before(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    write_case_file(pytester.path / "more.yaml", [case_dict("kitchen-pour-water-9")])
+    result = pytester.runpytest("kitchen.yaml", "more.yaml", "--imagetime-model=procedural",
+                                "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    assert "3 tests collected" in result.stdout.str()

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
+from .cases import (
+    Case,
+    CaseFileError,
+    Problem,
+    builtin_cases_dir,
+    load_case_file,
+    looks_like_case_file,
+)
 from .error_summary import ItemErrorLine
 from .error_summary import summary_lines as error_summary_lines
 from .failure_text import PlainFailures
@@ -174,6 +181,7 @@ class ImagetimeSession:
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
         self._selection_checked = False
+        self._case_files: dict[str, tuple[Path, str, int | None]] = {}  # by case id
         self.item_errors: list[ItemErrorLine] = []  # shown by OneLineItemErrors
 
     @property
@@ -247,6 +255,21 @@ class ImagetimeSession:
                 reporter.write_line(line)
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
+
+    def claim_case_ids(self, path: Path, display: str, cases: tuple[Case, ...]) -> None:
+        """Raise CaseFileError when a case id of this file was collected from another one:
+        a case id names its stored sheet and judgment, so two cases would share them."""
+        problems = []
+        for case in cases:
+            other = self._case_files.setdefault(case.id, (path, display, case.line))
+            if other[0] != path:
+                where = other[1] if other[2] is None else f"{other[1]}:{other[2]}"
+                problems.append(Problem(
+                    display, f"this case id is also defined in {where}; case ids must be "
+                    f"unique across the case files of a run (each names its stored sheet and "
+                    f"judgment)", line=case.line, case_id=case.id, field="id"))
+        if problems:
+            raise CaseFileError(problems)
 
     def _check_selection(self, selected: list[tuple[RunSpec, str]]) -> None:
         """Refuse a model that can make none of the selected cases (``files:DIR`` without
@@ -664,7 +687,9 @@ class CaseFile(PlainFailures, pytest.File):
 
     def collect(self) -> Iterator[CaseItem]:
         session: ImagetimeSession = self.config.stash[session_key]
-        cases = load_case_file(self.path, display=self.nodeid or self.path.name)
+        display = self.nodeid or self.path.name
+        cases = load_case_file(self.path, display=display)
+        session.claim_case_ids(self.path, display, cases)
         for case in cases:
             for spec, run in session.runs.items():
                 name = f"{case.id}[{with_setting(spec, run.setting, run.grid)}]"
