@@ -4,6 +4,7 @@ left by a killed run, and two sessions writing one output directory."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +187,212 @@ def test_distinct_case_ids_across_files_collect_as_before(pytester: pytest.Pytes
                                 "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     assert "3 tests collected" in result.stdout.str()
+
+
+# ------------------------------------------------------------------ files left by a killed run
+
+@pytest.fixture
+def live_pid() -> Iterator[int]:
+    """The pid of a process that runs for the length of the test."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_temporary_files_of_a_killed_run_are_removed_and_a_live_writers_kept(
+        pytester: pytest.Pytester, live_pid: int) -> None:
+    import os
+    import time
+
+    from pytest_imagetime.run_lock import host_name
+
+    _two_cases(pytester)
+    pytester.runpytest(*ARGS).assert_outcomes(passed=2)
+    images = pytester.path / "reports/procedural/images"
+    judgments = pytester.path / "reports/procedural/pixel/judgments"
+    here, dead = host_name(), _dead_pid()
+    killed = [images / f".kitchen-pour-water-1.png.{here}.{dead}-0.tmp",
+              judgments / f".kitchen-pour-water-1.json.{here}.{dead}-3.tmp",
+              pytester.path / f"reports/.junit.xml.{here}.{dead}-7.tmp"]
+    old_elsewhere = judgments / ".kitchen-pour-water-2.json.otherhost.42-0.tmp"
+    old_unnamed = images / ".kitchen-pour-water-2.png.42-1.tmp"  # an earlier version's name
+    live = [images / f".kitchen-pour-water-2.png.{here}.{live_pid}-0.tmp",
+            judgments / ".kitchen-pour-water-2.json.otherhost.42-1.tmp",
+            images / ".kitchen-pour-water-1.json.43-0.tmp"]
+    for path in [*killed, old_elsewhere, old_unnamed, *live]:
+        path.write_bytes(b"half a file")
+    hours_ago = time.time() - 2 * 3600
+    for path in (old_elsewhere, old_unnamed):
+        os.utime(path, (hours_ago, hours_ago))
+
+    pytester.runpytest(*ARGS).assert_outcomes(passed=2)
+    assert not [p for p in [*killed, old_elsewhere, old_unnamed] if p.exists()]
+    assert all(p.exists() for p in live)  # a writer that may still run is left alone
+
+
+def test_the_temporary_name_carries_its_writer(tmp_path: Path) -> None:
+    import os
+
+    from pytest_imagetime.run_lock import host_name
+    from pytest_imagetime.store import _temporary_file, remove_abandoned_temporaries
+
+    fd, name = _temporary_file(tmp_path / "sheet.png")
+    os.close(fd)
+    assert Path(name).name.startswith(f".sheet.png.{host_name()}.{os.getpid()}-")
+    assert remove_abandoned_temporaries([tmp_path]) == 0  # this process runs
+    assert Path(name).exists()
+
+
+# ------------------------------------------------------------------ two sessions, one folder
+
+def _claim(pytester: pytest.Pytester, pid: int, host: str | None = None,
+           **sheets: Any) -> Path:
+    from pytest_imagetime.run_lock import CLAIMS, host_name
+
+    host = host or host_name()
+    settings = {"model": "procedural", "model_config_sha256": _procedural_config(),
+                "setting": "prompt-only", "size": 128, "seed": 0, "grid": [2, 2], **sheets}
+    folder = pytester.path / "reports" / "procedural" / CLAIMS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{host}-{pid}.json"
+    path.write_text(json.dumps({"pid": pid, "host": host, "started": "2026-11-27T10:00:00+00:00",
+                                "command": ["pytest"], "sheets": settings, "judges": {}}))
+    return path
+
+
+def _procedural_config() -> str:
+    from pytest_imagetime.models.procedural import ProceduralModel
+    from pytest_imagetime.store import input_key
+
+    return input_key(dict(ProceduralModel().config()))
+
+
+def _own_claim(pytester: pytest.Pytester) -> dict[str, Any]:
+    """What this plugin writes as its claim, read while a session runs."""
+    pytester.makeconftest("""
+        import json, pathlib
+
+        def pytest_collection_finish(session):
+            folder = pathlib.Path("reports/procedural/.imagetime-sessions")
+            (claim,) = folder.glob("*.json")
+            pathlib.Path("claim.json").write_text(claim.read_text())
+    """)
+    _two_cases(pytester)
+    pytester.runpytest(*ARGS, "--collect-only")  # collecting writes nothing: no claim
+    assert not (pytester.path / "claim.json").exists()
+    pytester.runpytest(*ARGS).assert_outcomes(passed=2)
+    claim: dict[str, Any] = json.loads((pytester.path / "claim.json").read_text())
+    return claim
+
+
+def test_a_session_claims_its_folder_while_it_runs_and_releases_it(
+        pytester: pytest.Pytester) -> None:
+    import os
+
+    claim = _own_claim(pytester)
+    assert claim["pid"] == os.getpid()
+    assert claim["sheets"]["seed"] == 0 and claim["sheets"]["size"] == 128
+    assert set(claim["judges"]) == {"pixel"}
+    assert not (pytester.path / "reports/procedural/.imagetime-sessions").exists()
+
+
+@pytest.mark.parametrize(("theirs", "clash"), [({"seed": 7}, "seed 7 there, 0 here"),
+                                               ({"size": 512}, "size 512 there, 128 here")])
+def test_a_live_session_with_other_settings_is_refused_naming_its_holder(
+        pytester: pytest.Pytester, live_pid: int, theirs: dict[str, Any], clash: str) -> None:
+    from pytest_imagetime.run_lock import host_name
+
+    _two_cases(pytester)
+    held = _claim(pytester, live_pid, **theirs)
+    result = pytester.runpytest_subprocess(*ARGS, "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: --imagetime-out=*reports: another session writes *reports/procedural with "
+        f"other settings ({clash}*): pid {live_pid} on host {host_name()} since "
+        f"2026-11-27T10:00:00+00:00. Wait for it to end, give this run another "
+        f"--imagetime-out, or, if that session no longer runs, delete {held}"])
+    assert not (pytester.path / "reports/procedural/images").exists()  # nothing drawn
+    assert held.exists()
+
+
+def test_a_session_from_another_host_is_trusted_until_its_claim_is_deleted(
+        pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    held = _claim(pytester, 42, host="elsewhere", seed=7)
+    refused = pytester.runpytest(*ARGS)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    held.unlink()
+    pytester.runpytest(*ARGS).assert_outcomes(passed=2)
+
+
+def test_a_stale_claim_is_removed_and_the_run_goes_on(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester)
+    held = _claim(pytester, _dead_pid(), seed=7)
+    pytester.runpytest(*ARGS).assert_outcomes(passed=2)
+    assert not held.exists()
+
+
+def test_a_live_session_with_the_same_settings_shares_the_folder(
+        pytester: pytest.Pytester, live_pid: int) -> None:
+    claim = _own_claim(pytester)
+    pytester.path.joinpath("conftest.py").unlink()
+    assert claim["sheets"]["model_config_sha256"] == _procedural_config()
+    held = _claim(pytester, live_pid, **claim["sheets"])
+    pytester.runpytest(*ARGS).assert_outcomes(passed=2)
+    assert held.exists()  # another session's claim is never touched
+
+
+def test_two_real_sessions_with_other_seeds_cannot_write_one_folder_at_once(
+        pytester: pytest.Pytester) -> None:
+    import subprocess
+    import sys
+    import time
+
+    _two_cases(pytester)
+    # The first session waits, once its items are collected, until the test lets it go.
+    pytester.makeconftest("""
+        import os, pathlib, time
+
+        def pytest_collection_finish(session):
+            if os.environ.get("HOLD") != "1":
+                return
+            pathlib.Path("holding").write_text(str(os.getpid()))
+            for _ in range(600):
+                if pathlib.Path("go").exists():
+                    return
+                time.sleep(0.1)
+    """)
+    env = {**__import__("os").environ, "HOLD": "1"}
+    first = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *ARGS,
+                              "--imagetime-judge=pixel", "--imagetime-seed=1"],
+                             cwd=pytester.path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(600):
+            if (pytester.path / "holding").exists() or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        holder = int((pytester.path / "holding").read_text())
+        second = pytester.runpytest_subprocess(*ARGS, "--imagetime-seed=2")
+        assert second.ret == pytest.ExitCode.USAGE_ERROR
+        assert f"(seed 1 there, 2 here): pid {holder} on host" in second.stderr.str()
+    finally:
+        (pytester.path / "go").write_text("")
+        output, _ = first.communicate(timeout=300)
+    assert first.returncode == 0, output
+    pytester.runpytest(*ARGS, "--imagetime-seed=2").assert_outcomes(passed=2)

@@ -35,6 +35,7 @@ from .progress import Progress
 from .registry import JUDGES, MODELS, UnknownBackend
 from .replay import item_can_replay, replay, session_can_replay
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
+from .run_lock import FolderClaims
 from .run_spec import RunSpec
 from .scheduling import is_case_nodeid, shard_cases, share_of
 from .store import RunPaths, read_json, with_setting
@@ -65,6 +66,8 @@ def start(config: pytest.Config, options: Options) -> None:
     if not _is_xdist_worker(config):
         _check_outputs(config, options)
     session = ImagetimeSession(config, options)
+    if not _is_xdist_worker(config) and not options.dry_run and not config.option.collectonly:
+        session.claim_folders()
     config.stash[session_key] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     config.pluginmanager.register(OneLineItemErrors(session), "imagetime-item-errors")
@@ -181,6 +184,7 @@ class ImagetimeSession:
         self.reports: list[tuple[Path, dict[str, Any]]] = []
         self.galleries: list[Path] = []
         self._selection_checked = False
+        self.claims = FolderClaims()  # the model folders this session writes
         self._case_files: dict[str, tuple[Path, str, int | None]] = {}  # by case id
         self.item_errors: list[ItemErrorLine] = []  # shown by OneLineItemErrors
 
@@ -255,6 +259,34 @@ class ImagetimeSession:
                 reporter.write_line(line)
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
+
+    def claim_folders(self) -> None:
+        """Claim each model folder this session writes (``run_lock.py``): a live session
+        writing it with other settings is refused here, before any item runs. Then remove
+        what killed runs left there half written."""
+        from .run_lock import SettingsConflict
+        from .store import input_key, remove_abandoned_temporaries
+
+        folders: dict[Path, dict[str, Any]] = {}
+        for run in self.runs.values():
+            claim = folders.setdefault(run.paths.model_dir, {"sheets": {
+                "model": run.model.name,
+                "model_config_sha256": input_key(dict(run.model.config())),
+                "setting": run.setting, "size": run.size, "seed": run.run_seed,
+                "grid": list(run.grid)}, "judges": {}})
+            claim["judges"][run.paths.run_dir.name] = input_key(dict(run.judge.config()))
+        try:
+            for folder, settings in folders.items():
+                self.claims.claim(folder, settings)
+        except SettingsConflict as exc:
+            self.claims.release()
+            raise pytest.UsageError(f"--imagetime-out={self.options.out}: {exc}") from None
+        # The whole output folder: a live writer's files are told apart and left alone.
+        remove_abandoned_temporaries([p for p in (self.options.out, self.options.html)
+                                      if p is not None and p.is_dir()])
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.claims.release()
 
     def claim_case_ids(self, path: Path, display: str, cases: tuple[Case, ...]) -> None:
         """Raise CaseFileError when a case id of this file was collected from another one:
