@@ -414,7 +414,7 @@ class ImagetimeSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.progress.expect(sum(is_case_nodeid(i) for i in ids))
-        if not self._selection_checked:
+        if not self._selection_checked and not self.config.option.collectonly:
             self._selection_checked = True  # every worker collects the same items
             self._check_selection(self._selected_in(ids))
 
