@@ -396,3 +396,30 @@ def test_two_real_sessions_with_other_seeds_cannot_write_one_folder_at_once(
         output, _ = first.communicate(timeout=300)
     assert first.returncode == 0, output
     pytester.runpytest(*ARGS, "--imagetime-seed=2").assert_outcomes(passed=2)
+
+
+def test_process_alive_tells_a_running_process_from_a_finished_one(live_pid: int) -> None:
+    import os
+
+    from pytest_imagetime.run_lock import process_alive
+
+    assert process_alive(os.getpid()) and process_alive(live_pid)
+    assert not process_alive(_dead_pid())
+    assert not process_alive(0) and not process_alive(-1)
+
+
+def test_claims_clash_on_sheet_settings_and_on_one_judge_folder_only() -> None:
+    from pytest_imagetime.run_lock import differences
+
+    base = {"sheets": {"seed": 0, "size": 128, "model_config_sha256": "a"},
+            "judges": {"pixel": "p1", "vlm": "v1"}}
+    assert differences(base, base) == []
+    other_judge = {**base, "judges": {"vlm-chain": "c1"}}  # other judges share the sheets
+    assert differences(base, other_judge) == []
+    assert differences(base, {**base, "judges": {"vlm": "v2"}}) == [
+        "the judge 'vlm' is configured otherwise"]
+    assert differences(base, {**base, "sheets": {**base["sheets"], "seed": 3}}) == [
+        "seed 3 there, 0 here"]
+    assert differences(base, {**base, "sheets": {**base["sheets"],
+                                                 "model_config_sha256": "b"}}) == [
+        "another model config"]
