@@ -411,15 +411,14 @@ def test_process_alive_tells_a_running_process_from_a_finished_one(live_pid: int
 def test_claims_clash_on_sheet_settings_and_on_one_judge_folder_only() -> None:
     from pytest_imagetime.run_lock import differences
 
-    base = {"sheets": {"seed": 0, "size": 128, "model_config_sha256": "a"},
-            "judges": {"pixel": "p1", "vlm": "v1"}}
+    sheets: dict[str, Any] = {"seed": 0, "size": 128, "model_config_sha256": "a"}
+    base: dict[str, Any] = {"sheets": sheets, "judges": {"pixel": "p1", "vlm": "v1"}}
     assert differences(base, base) == []
     other_judge = {**base, "judges": {"vlm-chain": "c1"}}  # other judges share the sheets
     assert differences(base, other_judge) == []
     assert differences(base, {**base, "judges": {"vlm": "v2"}}) == [
         "the judge 'vlm' is configured otherwise"]
-    assert differences(base, {**base, "sheets": {**base["sheets"], "seed": 3}}) == [
+    assert differences(base, {**base, "sheets": {**sheets, "seed": 3}}) == [
         "seed 3 there, 0 here"]
-    assert differences(base, {**base, "sheets": {**base["sheets"],
-                                                 "model_config_sha256": "b"}}) == [
+    assert differences(base, {**base, "sheets": {**sheets, "model_config_sha256": "b"}}) == [
         "another model config"]
