@@ -281,9 +281,12 @@ class ImagetimeSession:
         except SettingsConflict as exc:
             self.claims.release()
             raise pytest.UsageError(f"--imagetime-out={self.options.out}: {exc}") from None
-        # The whole output folder: a live writer's files are told apart and left alone.
-        remove_abandoned_temporaries([p for p in (self.options.out, self.options.html)
-                                      if p is not None and p.is_dir()])
+        # This session's folders, and the files beside them (the JUnit file, by default):
+        # not all of the output folder, which may be a checkout's root.
+        trees = [*folders, *([self.options.html] if self.options.html is not None else [])]
+        beside = [self.options.out] + ([self.options.junit.parent]
+                                       if self.options.junit is not None else [])
+        remove_abandoned_temporaries([p for p in trees if p.is_dir()], beside)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.claims.release()

@@ -109,34 +109,35 @@ _TEMPORARY = re.compile(r"^\..+?\.(?:(?P<host>[A-Za-z0-9_-]+)\.)?(?P<pid>\d+)-\d
 ABANDONED_AFTER_S = 3600.0
 
 
-def remove_abandoned_temporaries(folders: Iterable[Path]) -> int:
-    """Remove the temporary files that killed writers left in ``folders`` and below: those of
-    a process no longer running on this host, and any older than ``ABANDONED_AFTER_S``. A
-    live writer's file (this session's, or a concurrent one's) is left alone. Returns how
-    many were removed."""
+def remove_abandoned_temporaries(trees: Iterable[Path], folders: Iterable[Path] = ()) -> int:
+    """Remove the temporary files that killed writers left in ``trees`` (and below) and in
+    ``folders`` (not below): those of a process no longer running on this host, and any
+    older than ``ABANDONED_AFTER_S``. A live writer's file (this session's, or a concurrent
+    one's) is left alone. Returns how many were removed."""
     import time
 
     from .run_lock import process_alive
 
     here, now, removed = _host(), time.time(), 0
     alive: dict[int, bool] = {}
-    for folder in folders:
-        for root, _, names in os.walk(folder):
-            for name in names:
-                found = _TEMPORARY.match(name)
-                if found is None:
-                    continue
-                path = os.path.join(root, name)
-                pid = int(found["pid"])
-                if found["host"] == here and pid not in alive:
-                    alive[pid] = process_alive(pid)
-                dead = found["host"] == here and not alive[pid]
-                try:
-                    if dead or now - os.stat(path).st_mtime > ABANDONED_AFTER_S:
-                        os.unlink(path)
-                        removed += 1
-                except OSError:
-                    continue  # renamed into place or removed meanwhile
+    shallow: Iterator[tuple[str, list[str], list[str]]] = (
+        (str(f), [], os.listdir(f)) for f in folders if f.is_dir())
+    for root, _, names in itertools.chain(*(os.walk(tree) for tree in trees), shallow):
+        for name in names:
+            found = _TEMPORARY.match(name)
+            if found is None:
+                continue
+            path = os.path.join(root, name)
+            pid = int(found["pid"])
+            if found["host"] == here and pid not in alive:
+                alive[pid] = process_alive(pid)
+            dead = found["host"] == here and not alive[pid]
+            try:
+                if dead or now - os.stat(path).st_mtime > ABANDONED_AFTER_S:
+                    os.unlink(path)
+                    removed += 1
+            except OSError:
+                continue  # renamed into place or removed meanwhile
     return removed
 
 
