@@ -137,6 +137,7 @@ class FolderClaims:
 
     def __init__(self) -> None:
         self.held: list[Path] = []
+        self._made: list[Path] = []  # folders made for a claim, removed with it if empty
 
     def claim(self, folder: Path, settings: Mapping[str, Any]) -> None:
         """Claim ``folder``; raises SettingsConflict naming a live holder with other
@@ -148,7 +149,9 @@ class FolderClaims:
             "command": sys.argv, **settings}, default=str))
         self._check(folder, mine)
         path = folder / CLAIMS / f"{mine['host']}-{mine['pid']}.json"
+        missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._made.extend(missing)  # deepest first
         path.write_text(json.dumps(mine, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         self.held.append(path)
         try:  # a session that claimed at the same moment: the later look sees it
@@ -173,9 +176,15 @@ class FolderClaims:
                     f"--imagetime-out, or, if that session no longer runs, delete {claim.path}")
 
     def release(self) -> None:
+        """Remove this session's claims, and the claims folders and any folder made for them
+        that nothing else was written into (a run refused before its first item leaves none)."""
         for path in self.held:
             with contextlib.suppress(OSError):
                 path.unlink()
             with contextlib.suppress(OSError):
                 path.parent.rmdir()  # only when no other session's claim is left
+        for folder in self._made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
         self.held.clear()
+        self._made.clear()
