@@ -93,6 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = [str(cases / "constraints.yaml"), str(cases / "kitchen.yaml")] if args.quick \
         else [str(cases)]
     src = args.src.resolve() if args.src is not None else None
+    import platform
+
+    import pytest
+
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    print(f"machine: {os.cpu_count()} cores, load average {load}; Python "
+          f"{platform.python_version()}, pytest {pytest.__version__}; plugin from "
+          f"{src or 'this checkout'}")
     with tempfile.TemporaryDirectory(prefix="imagetime-item-errors-") as root:
         tmp = Path(root)
         print("preparing: the procedural model draws every case once ...", flush=True)
