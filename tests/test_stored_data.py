@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_imagetime.report.json_report import validate_report
 from tests.builders import case_dict, write_case_file
@@ -422,3 +424,22 @@ def test_claims_clash_on_sheet_settings_and_on_one_judge_folder_only() -> None:
         "seed 3 there, 0 here"]
     assert differences(base, {**base, "sheets": {**sheets, "model_config_sha256": "b"}}) == [
         "another model config"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,40}", fullmatch=True))
+def test_every_temporary_name_parses_back_to_its_writer(
+        tmp_path_factory: pytest.TempPathFactory, name: str) -> None:
+    """Whatever the target's name (dots, digits, dashes), the cleanup reads this process's
+    host and pid back from its temporary file: never another writer's."""
+    import os
+
+    from pytest_imagetime.run_lock import host_name
+    from pytest_imagetime.store import _TEMPORARY, _temporary_file
+
+    folder = tmp_path_factory.mktemp("names")
+    fd, tmp = _temporary_file(folder / name)
+    os.close(fd)
+    found = _TEMPORARY.match(Path(tmp).name)
+    assert found is not None
+    assert (found["host"], int(found["pid"])) == (host_name(), os.getpid())
