@@ -414,6 +414,17 @@ class ImagetimeSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.progress.expect(sum(isinstance(i, CaseItem) for i in session.items))
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Under xdist, a case file that fails to collect stops the run before its first
+        item, as it does without xdist (whose controller would run the other files' items)."""
+        if not report.failed or self.config.pluginmanager.get_plugin("dsession") is None \
+                or self.config.option.continue_on_collection_errors \
+                or not report.nodeid.endswith((".yaml", ".yml")):
+            return
+        text = report.longreprtext.strip()
+        raise pytest.UsageError(text if text.startswith(report.nodeid)
+                                else f"{report.nodeid}: {text}")
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.progress.expect(sum(is_case_nodeid(i) for i in ids))
