@@ -353,3 +353,20 @@ def test_an_item_that_kills_its_worker_is_an_error_in_the_reports(
     (element,) = crashed[0].findall("error")
     assert "crashed while running" in (element.get("message") or "")
     assert not [c for c in cases if c is not crashed[0] and list(c.iter("error"))]
+
+
+def test_the_tempviz_suite_refuses_an_unwritable_output_at_start_up_too(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.tempviz_data import write_tables
+
+    write_tables(pytester.path / "tv", ["Maps"])
+    (pytester.path / "afile").write_text("in the way")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "")  # the TempViz suite asks a vlm judge
+    result = pytester.runpytest_subprocess(
+        "--imagetime-suite=tempviz", "--imagetime-tempviz-data=tv",
+        "--imagetime-model=procedural", "--imagetime-judge-model=judge-x",
+        "--imagetime-judge-price=2,8", "--imagetime-html=afile/site")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --imagetime-html=*afile/site: cannot write there: "
+                                 "*afile is a file, not a folder"])

@@ -85,17 +85,11 @@ def _check_outputs(config: pytest.Config, options: Options) -> None:
     writes nothing, collecting only or a dry run, is let be)."""
     if options.dry_run or config.option.collectonly:
         return
-    from .writable import UnwritablePath, check_file, check_folder
+    from .writable import UnwritablePath, check_run_outputs
 
     try:
-        check_folder(options.out, "--imagetime-out")
-        if options.junit is not None:
-            check_file(options.junit, "--imagetime-junit")
-        if options.html is not None:
-            check_folder(options.html, "--imagetime-html")
-        xmlpath = getattr(config.option, "xmlpath", None)  # pytest's own --junitxml
-        if xmlpath:
-            check_file(Path(xmlpath).absolute(), "--junitxml")
+        check_run_outputs(options.out, options.junit, options.html,
+                          getattr(config.option, "xmlpath", None))
     except UnwritablePath as exc:
         raise pytest.UsageError(str(exc)) from None
 

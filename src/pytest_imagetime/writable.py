@@ -64,3 +64,16 @@ def _creatable(path: Path) -> str | None:
 def _writable(folder: Path) -> bool:
     # Search permission too: a folder one can write to but not enter cannot hold files.
     return os.access(folder, os.W_OK | os.X_OK)
+
+
+def check_run_outputs(out: Path, junit: Path | None, html: Path | None,
+                      pytest_junit: str | None) -> None:
+    """Raise UnwritablePath for the first of a run's output paths that cannot be written:
+    its output folder, its JUnit file, its HTML folder and pytest's own ``--junitxml``."""
+    check_folder(out, "--imagetime-out")
+    if junit is not None:
+        check_file(junit, "--imagetime-junit")
+    if html is not None:
+        check_folder(html, "--imagetime-html")
+    if pytest_junit:
+        check_file(Path(pytest_junit).absolute(), "--junitxml")
