@@ -370,3 +370,15 @@ def test_the_tempviz_suite_refuses_an_unwritable_output_at_start_up_too(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --imagetime-html=*afile/site: cannot write there: "
                                  "*afile is a file, not a folder"])
+
+
+def test_a_reason_of_several_lines_is_printed_on_one() -> None:
+    from pytest_imagetime.error_summary import ItemErrorLine, summary_lines
+
+    errors = [ItemErrorLine(f"f.yaml::c{n}[m]", f"c{n}", f"judge failed on c{n}: HTTP 400\n"
+                            f"  {{\"error\": \"bad\"}}\n") for n in (1, 2)]
+    assert summary_lines(errors, per_item=True) == [
+        'ERROR f.yaml::c1[m] - judge failed on c1: HTTP 400 | {"error": "bad"}',
+        'ERROR f.yaml::c2[m] - judge failed on c2: HTTP 400 | {"error": "bad"}',
+        "2 item errors, 1 reason:",
+        '  2 x judge failed on <case>: HTTP 400 | {"error": "bad"}']

@@ -20,12 +20,18 @@ class ItemErrorLine:
     reason: str
 
     def line(self) -> str:
-        return f"ERROR {self.nodeid} - {self.reason}"
+        return f"ERROR {self.nodeid} - {one_line(self.reason)}"
+
+
+def one_line(text: str) -> str:
+    """A reason of several lines (a server's answer, say) on one, its lines joined by |."""
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def common_reason(case_id: str, reason: str) -> str:
-    """The reason with its case id written as ``<case>``: the same failure of two cases then
-    reads the same."""
+    """The reason on one line with its case id written as ``<case>``: the same failure of
+    two cases then reads the same."""
+    reason = one_line(reason)
     return reason.replace(case_id, CASE_PLACEHOLDER) if case_id else reason
 
 
