@@ -206,14 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--partial", action="store_true",
                        help="Merge parts that do not cover the suite (a shard missing, a -k "
                        "selection); the merged report says it is partial.")
-    merge.set_defaults(func=_merge)
+    merge.set_defaults(func=_merge, writes=("out", "folder"))
     report = sub.add_parser("report", help="HTML report (leaderboard and case pages) and the "
                             "benchmark's figures from stored runs.")
     report.add_argument("runs", nargs="+", help="Run directories, report.json files or output "
                         "directories.")
     report.add_argument("-o", "--out", default="imagetime-report",
                         help="Folder to write (default: imagetime-report).")
-    report.set_defaults(func=_report)
+    report.set_defaults(func=_report, writes=("out", "folder"))
     comp = sub.add_parser("compare", help="Gate stored runs against a baseline (the same "
                           "output and exit status as the plugin's gate).")
     comp.add_argument("baseline", help="Baseline report.json, run directory or output directory.")
@@ -235,8 +235,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
+    command = f"imagetime {args.command}"
+    problem = _output_problem(args)
+    if problem is not None:
+        print(f"{command}: {problem}", file=sys.stderr)
+        return 2
+    try:
+        code: int = args.func(args)
+    except OSError as exc:  # a file that vanished or a disk that filled: its reason, once
+        print(f"{command}: {exc}", file=sys.stderr)
+        return 2
     return code
+
+
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Why the subcommand's output path cannot be written (its ``writes`` default names the
+    argument and whether it is a folder or a file), checked before any work is done."""
+    from .writable import file_problem, folder_problem
+
+    writes = getattr(args, "writes", None)
+    if writes is None:
+        return None
+    name, kind = writes
+    value = getattr(args, name, None)
+    if value is None:
+        return None
+    problem = (folder_problem if kind == "folder" else file_problem)(Path(value))
+    if problem is None:
+        return None
+    return f"cannot write --{name.replace('_', '-')} {value}: {problem}"
 
 
 if __name__ == "__main__":

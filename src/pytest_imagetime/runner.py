@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
@@ -344,7 +347,7 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     cannot be written."""
     item, generated = drawn.item, drawn.generated
     case, request = item.case, item.request
-    image = generated.image if generated.image.mode == "RGB" else generated.image.convert("RGB")
+    image = _pixels(spec, drawn)
     record: dict[str, Any] = {
         "format": IMAGE_RECORD_FORMAT, "input_key": item.key, "model": spec.model.name,
         "model_config": dict(spec.model.config()), "case_id": case.id,
@@ -381,6 +384,28 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     return Sheet(image, digest, record, True, item.reference, metrics=metrics)
 
 
+def _pixels(spec: RunSpec, drawn: Drawn) -> Image.Image:
+    """The drawn sheet as RGB, decoded here if storing it needs its pixels; raises ItemError
+    naming its file when they cannot be decoded. A file's chunks can all check out while
+    its image data is short or garbled: that shows only when the pixels are read."""
+    generated = drawn.generated
+    encode, measure = needs_measuring(spec, drawn)
+    apart = drawn.measured
+    if generated.image.mode == "RGB" \
+            and not (encode and (apart is None or apart.data is None)) \
+            and not (measure and (apart is None or apart.metrics is None)):
+        return generated.image
+    try:
+        generated.image.load()
+        return generated.image if generated.image.mode == "RGB" \
+            else generated.image.convert("RGB")
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        source = generated.details.get("source")
+        what = f"the file {source}" if source else f"the sheet {spec.model.name} returned"
+        raise ItemError(f"cannot decode {what} for {drawn.case.id}: its image data is "
+                        f"broken ({exc})") from exc
+
+
 def obtain_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> tuple[Judgment, bool]:
     """The sheet's judgment; with repeats, each repeat stored on its own, then combined."""
     results = [_one_judgment(spec, case, sheet, r) for r in range(spec.repeats)]
@@ -411,10 +436,7 @@ def _stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
         if stored is None and sheet.reference is None:
             stored = priced_record(spec, stored_as, key, repeat)
         if stored is not None:
-            try:
-                return key, stored_as, Judgment.from_json(stored["judgment"])
-            except (KeyError, TypeError):
-                pass  # an old or damaged record: judge again
+            return key, stored_as, _trusted_judgment(spec, case, stored_as, stored)
     return key, stored_as, None
 
 
@@ -446,6 +468,47 @@ def priced_record(spec: RunSpec, stored_as: str, key: str, repeat: int, write: b
         with contextlib.suppress(OSError):  # taken this time all the same; looked at again
             store_judgment(spec.paths, stored_as, record)
     return record
+
+
+class StoredDataWarning(UserWarning):
+    """A stored file that parsed but cannot be trusted; it is made again."""
+
+
+_warned: set[Path] = set()
+_warned_lock = threading.Lock()
+
+
+def _trusted_judgment(spec: RunSpec, case: Case, stored_as: str,
+                      stored: Mapping[str, Any]) -> Judgment | None:
+    """The stored judgment when it passes the checks a new one passes; else None (it is
+    judged again) with a warning, once per file and process."""
+    try:
+        judgment = Judgment.from_json(stored["judgment"])
+        validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
+        _check_numbers(judgment)
+    except (KeyError, TypeError, ValueError, AttributeError, JudgeError) as exc:
+        path = spec.paths.judgment(stored_as)
+        with _warned_lock:
+            first = path not in _warned
+            _warned.add(path)
+        if first:
+            warnings.warn(StoredDataWarning(
+                f"the stored judgment {path} cannot be trusted ({_describe(exc)}): judging "
+                f"{case.id} again"), stacklevel=2)
+        return None
+    return judgment
+
+
+def _check_numbers(judgment: Judgment) -> None:
+    """Raise ValueError when a number the reports add up is not one."""
+    for name in ("latency_s", "tokens_in", "tokens_out", "cost_usd"):
+        value = getattr(judgment, name)
+        if name == "cost_usd" and value is None:
+            continue  # an unknown price
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{name}={value!r} is not a number")
+    if not all(isinstance(label, str) for label in judgment.labels):
+        raise ValueError(f"labels {list(judgment.labels)!r} are not all text")
 
 
 def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int

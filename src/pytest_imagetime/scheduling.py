@@ -54,6 +54,23 @@ def make_scheduler_class() -> type:
                 self._shares = {n: share_of(i, count) for i, n in enumerate(cases)}
             return f"imagetime-share-{self._shares[nodeid]}"
 
+        def remove_node(self, node: Any) -> str | None:
+            """As xdist's, except that the item a crashed worker was running is not sent to
+            the next worker: LoadScopeScheduling requeues it, so an item that kills its
+            worker would kill every worker in turn and be reported once per worker."""
+            workload: dict[str, dict[str, bool]] = self.assigned_work.pop(node)
+            pending = [(unit, nodeid) for unit in workload.values()
+                       for nodeid, completed in unit.items() if not completed]
+            if not pending:
+                return None
+            unit, crashitem = pending[0]
+            unit[crashitem] = True  # reported once, by xdist, as the crashed item
+            self.workqueue.update({scope: unit for scope, unit in workload.items()
+                                   if not all(unit.values())})
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashitem
+
     return ImagetimeScheduling
 
 

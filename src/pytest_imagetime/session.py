@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import shlex
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -16,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .cases import Case, CaseFileError, builtin_cases_dir, load_case_file, looks_like_case_file
+from .cases import (
+    Case,
+    CaseFileError,
+    Problem,
+    builtin_cases_dir,
+    load_case_file,
+    looks_like_case_file,
+)
+from .error_summary import ItemErrorLine
+from .error_summary import summary_lines as error_summary_lines
 from .failure_text import PlainFailures, report_text
 from .inventory import slug
 from .item_error import ItemError
@@ -27,6 +37,7 @@ from .progress import Progress
 from .registry import JUDGES, MODELS, UnknownBackend
 from .replay import item_can_replay, replay, session_can_replay
 from .rubric import LEVEL_KEYS, RUBRIC_VERSION
+from .run_lock import FolderClaims
 from .run_spec import RunSpec
 from .scheduling import is_case_nodeid, shard_cases, share_of
 from .store import RunPaths, read_json, with_setting
@@ -63,9 +74,14 @@ def start(config: pytest.Config, options: Options) -> None:
         config.option.numprocesses = None
     options = for_session(config, options)
     register_markers(config)
+    if not _is_xdist_worker(config):
+        _check_outputs(config, options)
     session = ImagetimeSession(config, options)
+    if not _is_xdist_worker(config) and not options.dry_run and not config.option.collectonly:
+        session.claim_folders()
     config.stash[session_key] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
+    config.pluginmanager.register(OneLineItemErrors(session), "imagetime-item-errors")
     if config.pluginmanager.hasplugin("xdist"):
         from .scheduling import XdistHooks
 
@@ -92,6 +108,20 @@ def packaged_argument(arg: str, here: Path) -> str:
         return arg
     packaged = builtin_cases_dir() / name
     return f"{packaged}{sep}{rest}" if packaged.is_file() else arg
+
+
+def _check_outputs(config: pytest.Config, options: Options) -> None:
+    """Refuse output paths that cannot be written before any item runs (a session that
+    writes nothing, collecting only or a dry run, is let be)."""
+    if options.dry_run or config.option.collectonly:
+        return
+    from .writable import UnwritablePath, check_run_outputs
+
+    try:
+        check_run_outputs(options.out, options.junit, options.html,
+                          getattr(config.option, "xmlpath", None))
+    except UnwritablePath as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -186,6 +216,10 @@ class ImagetimeSession:
         # Case files this process collected: the suite reuses them instead of loading again.
         self.collected_files: dict[Path, tuple[Case, ...]] = {}
         self._ran_keys: set[str] = set()  # items this session ran: its JUnit file's
+        self._selection_checked = False
+        self.claims = FolderClaims()  # the model folders this session writes
+        self._case_files: dict[str, tuple[Path, str, int | None]] = {}  # by case id
+        self.item_errors: list[ItemErrorLine] = []  # shown by OneLineItemErrors
 
     @functools.cached_property
     def suite(self) -> Suite:
@@ -287,6 +321,9 @@ class ImagetimeSession:
                 config.hook.pytest_deselected(items=others)
                 items[:] = [i for i in items if not isinstance(i, CaseItem)
                             or i.case.id in kept]
+        if not config.option.collectonly and not _is_xdist_worker(config):
+            # Under xdist the controller checks, as the workers' collections arrive.
+            self._check_selection([(i.run, i.case.id) for i in items if isinstance(i, CaseItem)])
         if not self.options.dry_run:
             return
         from .estimate import estimate, estimate_lines
@@ -303,6 +340,65 @@ class ImagetimeSession:
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
         self.estimate_printed = True
+
+    def claim_folders(self) -> None:
+        """Claim each model folder this session writes (``run_lock.py``): a live session
+        writing it with other settings is refused here, before any item runs. Then remove
+        what killed runs left there half written."""
+        from .run_lock import SettingsConflict
+        from .store import input_key, remove_abandoned_temporaries
+
+        folders: dict[Path, dict[str, Any]] = {}
+        for run in self.runs.values():
+            claim = folders.setdefault(run.paths.model_dir, {"sheets": {
+                "model": run.model.name,
+                "model_config_sha256": input_key(dict(run.model.config())),
+                "setting": run.setting, "size": run.size, "seed": run.run_seed,
+                "grid": list(run.grid)}, "judges": {}})
+            claim["judges"][run.paths.run_dir.name] = input_key(dict(run.judge.config()))
+        try:
+            for folder, settings in folders.items():
+                self.claims.claim(folder, settings)
+        except SettingsConflict as exc:
+            self.claims.release()
+            raise pytest.UsageError(f"--imagetime-out={self.options.out}: {exc}") from None
+        # This session's folders, and the files beside them (the JUnit file, by default):
+        # not all of the output folder, which may be a checkout's root.
+        trees = [*folders, *([self.options.html] if self.options.html is not None else [])]
+        beside = [self.options.out] + ([self.options.junit.parent]
+                                       if self.options.junit is not None else [])
+        remove_abandoned_temporaries([p for p in trees if p.is_dir()], beside)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.claims.release()
+
+    def claim_case_ids(self, path: Path, display: str, cases: tuple[Case, ...]) -> None:
+        """Raise CaseFileError when a case id of this file was collected from another one:
+        a case id names its stored sheet and judgment, so two cases would share them."""
+        problems = []
+        for case in cases:
+            other = self._case_files.setdefault(case.id, (path, display, case.line))
+            if other[0] != path:
+                where = other[1] if other[2] is None else f"{other[1]}:{other[2]}"
+                problems.append(Problem(
+                    display, f"this case id is also defined in {where}; case ids must be "
+                    f"unique across the case files of a run (each names its stored sheet and "
+                    f"judgment)", line=case.line, case_id=case.id, field="id"))
+        if problems:
+            raise CaseFileError(problems)
+
+    def _check_selection(self, selected: list[tuple[RunSpec, str]]) -> None:
+        """Refuse a model that can make none of the selected cases (``files:DIR`` without
+        a file for any of them) before the first item, where a backend can tell."""
+        for spec, run in self.runs.items():
+            check = getattr(run.model, "check_selection", None)
+            case_ids = [case_id for of, case_id in selected if of is run]
+            if not callable(check) or not case_ids:
+                continue
+            try:
+                check(case_ids)
+            except ValueError as exc:
+                raise pytest.UsageError(f"--imagetime-model={spec}: {exc}") from None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from .report.pytest_junit import pytest_junit_of
@@ -342,6 +438,35 @@ class ImagetimeSession:
             self._outcomes[report.nodeid] = (status, report_text(report))
         elif report.when == "teardown":
             self._finish_item(report)
+        elif report.failed and report.when not in ("setup", "call"):
+            self._record_crash(report)
+
+    def _record_crash(self, report: pytest.TestReport) -> None:
+        """An item whose xdist worker died under it: xdist reports it once, failed, with no
+        record of ours; the reports count it as an error with xdist's reason."""
+        from .record import ItemRecord
+
+        selected = self._selected_in([report.nodeid])
+        if not selected:
+            return
+        run, case_id = selected[0]
+        self._outcomes.pop(report.nodeid, None)  # a setup or call it reported before dying
+        path = self.config.rootpath / report.nodeid.split("::", 1)[0]
+        try:
+            case = next(c for c in load_case_file(path) if c.id == case_id)
+        except (CaseFileError, OSError, StopIteration):
+            self._write_line(f"[imagetime] {report.nodeid}: its worker crashed, and its case "
+                             f"cannot be read again from {path}: it is missing from the report")
+            return
+        text = _last_line(report.longreprtext) or "its worker crashed"  # not the worker header
+        reason = f"{text} (the xdist worker running it died: killed, out of memory, or a crash)"
+        # Through its properties, as every item's record reaches this process.
+        record = ItemRecord.from_properties(base_record(case, run).to_properties())
+        assert record is not None
+        record = record.with_status("error", reason)
+        self.records.setdefault(record.run_dir, []).append(record)
+        self.progress.item(None, True, 0.0)
+        self.messages[record.key] = reason
 
     def _finish_item(self, report: pytest.TestReport) -> None:
         from .record import ItemRecord
@@ -354,8 +479,12 @@ class ImagetimeSession:
             return  # skipped, or not an ImageTime item
         status, text = outcome
         if status == "error":
+            item_error = bool(record.error)  # an ItemError's one line; else a traceback
             reason = record.error or _last_line(text) or "setup failed"
             record = record.with_status("error", reason)
+            if item_error:
+                nodeid = _cwd_relative(self.config, report.nodeid)
+                self.item_errors.append(ItemErrorLine(nodeid, record.case_id, reason))
         else:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
@@ -378,9 +507,38 @@ class ImagetimeSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.progress.expect(sum(isinstance(i, CaseItem) for i in session.items))
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Under xdist, a case file that fails to collect stops the run before its first
+        item, as it does without xdist (whose controller would run the other files' items)."""
+        if not report.failed or self.config.pluginmanager.get_plugin("dsession") is None \
+                or self.config.option.continue_on_collection_errors \
+                or not report.nodeid.endswith((".yaml", ".yml")):
+            return
+        text = report.longreprtext.strip()
+        raise pytest.UsageError(text if text.startswith(report.nodeid)
+                                else f"{report.nodeid}: {text}")
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.progress.expect(sum(is_case_nodeid(i) for i in ids))
+        if not self._selection_checked and not self.config.option.collectonly:
+            self._selection_checked = True  # every worker collects the same items
+            self._check_selection(self._selected_in(ids))
+
+    def _selected_in(self, nodeids: list[str]) -> list[tuple[RunSpec, str]]:
+        """The run and case id of each case node id (``<file>::<case id>[<run label>]``)."""
+        by_label = {with_setting(spec, run.setting, run.grid): run
+                    for spec, run in self.runs.items()}
+        selected = []
+        for nodeid in nodeids:
+            if not is_case_nodeid(nodeid):
+                continue
+            name = nodeid.rsplit("::", 1)[1]
+            case_id, _, label = name.partition("[")
+            run = by_label.get(label[:-1])
+            if run is not None:
+                selected.append((run, case_id))
+        return selected
 
     def _baseline_path(self, spec: RunSpec) -> Path | None:
         """Where this run's baseline is written: the report file given, or the run's own
@@ -681,6 +839,10 @@ class ImagetimeSession:
         if _is_xdist_worker(self.config):
             return
         tr = terminalreporter
+        if self.item_errors and not getattr(tr, "no_summary", False):
+            tr.write_sep("=", "ImageTime item errors")
+            for line in error_summary_lines(self.item_errors, per_item=tr.hasopt("E")):
+                tr.write_line(line)
         for gallery in self.galleries:
             tr.write_line(f"dense-grid gallery (qualitative, not scored): {gallery}")
         if not self.reports:
@@ -757,6 +919,40 @@ def _sheets_of(items: list[CaseItem]) -> Iterator[tuple[RunSpec, Case, Sheet]]:
                         yield run, case, sheet
 
 
+class OneLineItemErrors:
+    """Lists each item error on one line (``ImagetimeSession.pytest_terminal_summary``), in
+    place of pytest's ERRORS section and short summary lines of the same items, with a count
+    of each reason: 750 items that fail alike then read as one reason, not 2,250 lines."""
+
+    def __init__(self, session: ImagetimeSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
+        errors = terminalreporter.stats.get("error")
+        config = terminalreporter.config
+        ours = {e.nodeid for e in self.session.item_errors}
+        if not errors or not ours or getattr(terminalreporter, "no_summary", False):
+            return (yield)
+        every = list(errors)
+        # Out of pytest's sight only while it writes its sections; its counts see them all.
+        errors[:] = [r for r in every
+                     if not (r.when == "setup" and _cwd_relative(config, r.nodeid) in ours)]
+        try:
+            return (yield)
+        finally:
+            errors[:] = every
+
+
+def _cwd_relative(config: pytest.Config, nodeid: str) -> str:
+    """The node id as pytest prints it: its file relative to the working directory."""
+    path, sep, rest = nodeid.partition("::")
+    if config.invocation_params.dir == config.rootpath or not path:
+        return nodeid
+    relative = os.path.relpath(config.rootpath / path, config.invocation_params.dir)
+    return f"{Path(relative).as_posix()}{sep}{rest}"
+
+
 def _run_label(spec: RunSpec) -> str:
     return f"{with_setting(spec.model.name, spec.setting, spec.grid)} | {spec.judge.name}"
 
@@ -773,8 +969,10 @@ class CaseFile(PlainFailures, pytest.File):
 
     def collect(self) -> Iterator[CaseItem]:
         session: ImagetimeSession = self.config.stash[session_key]
-        cases = load_case_file(self.path, display=self.nodeid or self.path.name)
+        display = self.nodeid or self.path.name
+        cases = load_case_file(self.path, display=display)
         session.collected_files[self.path.resolve()] = cases
+        session.claim_case_ids(self.path, display, cases)
         structured = hasattr(self, "id")  # pytest >= 9.2 keeps node ids as NodeId
         for case in cases:
             for spec, run in session.runs.items():
@@ -789,6 +987,22 @@ class CaseFile(PlainFailures, pytest.File):
                 else:
                     yield CaseItem.from_parent(self, name=name, case=case, run=run)
 
+
+
+def base_record(case: Case, run: RunSpec) -> ItemRecord:
+    """What an item's record holds before its outcome is known."""
+    from .record import ItemRecord
+
+    return ItemRecord(
+        key=f"{case.id}[{with_setting(run.model.name, run.setting, run.grid)}]",
+        case_id=case.id,
+        case_file=Path(case.source).name, domain=case.domain, subcategory=case.subcategory,
+        concept=case.concept, difficulty=case.difficulty, variant=case.variant,
+        probed_levels=case.levels, constraint=case.applicable.constraint,
+        model=run.model.name, judge=run.judge.name, setting=run.setting,
+        run_dir=str(run.paths.run_dir), image=str(run.paths.image(case.id)),
+        case_sha256=case.spec_hash,
+    )
 
 
 class ConditionsNotMet(AssertionError):
@@ -821,19 +1035,7 @@ class CaseItem(PlainFailures, pytest.Item):
             self, marks, lambda name: f"ImageTime items of domain {domain}")
 
     def base_record(self) -> ItemRecord:
-        from .record import ItemRecord
-
-        case, run = self.case, self.run
-        return ItemRecord(
-            key=f"{case.id}[{with_setting(run.model.name, run.setting, run.grid)}]",
-            case_id=case.id,
-            case_file=Path(case.source).name, domain=case.domain, subcategory=case.subcategory,
-            concept=case.concept, difficulty=case.difficulty, variant=case.variant,
-            probed_levels=case.levels, constraint=case.applicable.constraint,
-            model=run.model.name, judge=run.judge.name, setting=run.setting,
-            run_dir=str(run.paths.run_dir), image=str(run.paths.image(case.id)),
-            case_sha256=case.spec_hash,
-        )
+        return base_record(self.case, self.run)
 
     def job(self) -> Job:
         if self._job is None:  # asked for when the pipeline is planned, and again at setup

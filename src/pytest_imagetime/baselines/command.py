@@ -200,4 +200,4 @@ def add_parser(sub: Any) -> None:
                          help=f"Sentence embedder id or local folder (default {DEFAULT_EMBEDDER}).")
     for parser in (clip, caption):
         _add_common(parser)
-        parser.set_defaults(func=run)
+        parser.set_defaults(func=run, writes=("out", "file"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,20 @@ class FilesModel:
                 return path
         return None
 
+    def check_selection(self, case_ids: Sequence[str]) -> None:
+        """Raise ValueError when not one of the selected cases has a file: a wrong folder or
+        a naming scheme of its own, found before the run rather than as an error per item."""
+        if not case_ids or any(self.find(case_id) is not None for case_id in case_ids):
+            return
+        present = sorted(p.name for p in self.directory.iterdir()
+                         if p.suffix.lower() in SUFFIXES and p.is_file())
+        holds = (f"it holds {len(present)} image files, such as {', '.join(present[:3])}"
+                 if present else f"it holds no {'/'.join(SUFFIXES)} file")
+        raise ValueError(
+            f"none of the {len(case_ids)} selected cases has an image in {self.directory} "
+            f"(expected <case id>.png, .jpg, .jpeg or .webp, such as "
+            f"{self.directory / case_ids[0]}.png); {holds}")
+
     def input_token(self, request: GenerationRequest) -> str | None:
         """Identifies the file behind a case, so replacing it re-reads and re-judges."""
         path = self.find(request.case.id)
@@ -69,7 +83,9 @@ class FilesModel:
         try:
             data = path.read_bytes()
             image = _open_rgb(data)
-        except (OSError, UnidentifiedImageError, SyntaxError) as exc:
+        except UnidentifiedImageError:  # its text names a buffer's address, not the file
+            raise ModelError(f"cannot read {path}: not an image Pillow can identify") from None
+        except (OSError, SyntaxError) as exc:
             raise ModelError(f"cannot read {path}: {exc}") from None
         stat = path.stat()
         # The file's own bytes go to the store: an RGB PNG is kept as it is, not re-encoded.

@@ -189,7 +189,7 @@ def add_commands(sub: Any) -> None:
     probe.add_argument("--json", action="store_true", help="Print the JSON report.")
     probe.add_argument("-o", "--out", default=DEFAULT_OUT,
                        help=f"JSON report to write (default: {DEFAULT_OUT}).")
-    probe.set_defaults(func=probe_order)
+    probe.set_defaults(func=probe_order, writes=("out", "file"))
     agree = sub.add_parser("judges-agree", help="Agreement of two judges' stored judgments "
                            "of the same sheets: verdicts, and C0/D8/D9/D13 "
                            "(docs/question-chain.md).")

@@ -143,6 +143,15 @@ def start(config: pytest.Config, options: Options) -> None:
     options = for_session(config, options)
     register_markers(config)
     session = TempvizSession(config, options, settings)
+    if not hasattr(config, "workerinput") and not options.dry_run \
+            and not config.option.collectonly:
+        from ..writable import UnwritablePath, check_run_outputs
+
+        try:  # before any item runs, not when its reports are written
+            check_run_outputs(options.out, session.junit, options.html,
+                              getattr(config.option, "xmlpath", None))
+        except UnwritablePath as exc:
+            raise pytest.UsageError(str(exc)) from None
     config.stash[session_key] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
