@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from pytest_imagetime.cases import builtin_cases_dir
 from pytest_imagetime.cli import main
@@ -78,14 +79,24 @@ def test_a_failure_prints_a_command_that_reruns_it_alone_anywhere(
 
 def test_an_item_error_prints_its_rerun_command_too(pytester: pytest.Pytester,
                                                     tmp_path: Path) -> None:
+    # One selected case has its sheet (a folder with none is refused at start-up), one not.
+    Image.new("RGB", (128, 128), "white").save(tmp_path / "constraints-do-not-touch-cup-1.png")
     result = pytester.runpytest(f"--imagetime-model=files:{tmp_path}", "-k",
-                                "constraints-do-not-touch-cup-2", "--imagetime-size=128")
-    result.assert_outcomes(errors=1)
+                                "constraints-do-not-touch-cup", "--imagetime-size=128")
+    assert result.parseoutcomes()["errors"] == 1
+    # The error in one line, then one command that reruns every failed or errored item.
     result.stdout.fnmatch_lines([
-        "*constraints.yaml::constraints-do-not-touch-cup-2[[]files:*[]]: model files:*"])
-    assert (f"  rerun alone: pytest 'constraints.yaml::constraints-do-not-touch-cup-2[files:"
-            f"{tmp_path}]' --imagetime-model=files:{tmp_path} --imagetime-judge=pixel "
-            f"--imagetime-size=128\n") in result.stdout.str()
+        "ERROR constraints.yaml::constraints-do-not-touch-cup-2[[]files:*[]] - model files:*",
+        "1 item error, 1 reason:", "*",
+        f"rerun them alone: pytest --lf --imagetime-model=files:{tmp_path} "
+        f"--imagetime-judge=pixel --imagetime-size=128"])
+    # The item's own report (the JUnit files' error text) names its own rerun.
+    report = pytester.path / "reports"
+    junit = next(report.rglob("junit.xml")).read_text()
+    assert (f"rerun alone: pytest &apos;constraints.yaml::constraints-do-not-touch-cup-2[files:"
+            f"{tmp_path}]&apos;" in junit
+            or f"rerun alone: pytest 'constraints.yaml::constraints-do-not-touch-cup-2[files:"
+            f"{tmp_path}]'" in junit)
 
 
 def test_packaged_arguments_name_the_packaged_file_only_when_none_is_here(

@@ -145,7 +145,7 @@ def test_a_png_with_broken_image_data_is_an_item_error_naming_the_file(
                                            "--imagetime-pass-threshold=0", *workers)
     outcomes = result.parseoutcomes()
     assert outcomes["errors"] == 1 and outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1
-    reason = ("cannot decode the file sheets/kitchen-pour-water-1.png for kitchen-pour-water-1: "
+    reason = ("cannot decode the file *sheets/kitchen-pour-water-1.png for kitchen-pour-water-1: "
               "its image data is broken (image file is truncated*)")
     result.stdout.fnmatch_lines([f"ERROR kitchen.yaml::kitchen-pour-water-1[[]files:sheets[]] "
                                  f"- {reason}"])
@@ -153,7 +153,8 @@ def test_a_png_with_broken_image_data_is_an_item_error_naming_the_file(
     report = json.loads((pytester.path / "reports/files-sheets/pixel/report.json").read_text())
     validate_report(report)
     (error,) = report["errors"]
-    assert error["reason"].startswith("cannot decode the file sheets/kitchen-pour-water-1.png")
+    assert error["reason"].startswith("cannot decode the file ")
+    assert "sheets/kitchen-pour-water-1.png" in error["reason"]
 
 
 # ------------------------------------------------------------------ one case id, two files

@@ -86,8 +86,10 @@ def test_extra_params_and_json_object_mode(server: ChatServer, key: str, case: C
 def test_each_fault_is_retried_then_judged(server: ChatServer, key: str, case: Case,
                                            fault: str) -> None:
     server.state.fault_queue = [fault]
-    server.state.timeout_sleep_s = 1.0
-    judgment = _judge(server, timeout_s=0.4).judge(sheet=_sheet(case))
+    server.state.timeout_sleep_s = 3.0
+    # Only the timeout fault should time out: a busy machine must not make a retry of its own.
+    timeout_s = 1.0 if fault == "timeout" else 30.0
+    judgment = _judge(server, timeout_s=timeout_s).judge(sheet=_sheet(case))
     validate_judgment(judgment, case, "prompt-only")
     assert server.state.faults_served[fault] == 1
     assert len(server.state.requests) == 2

@@ -11,7 +11,7 @@ import contextlib
 import functools
 import os
 import shlex
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -835,6 +835,10 @@ class ImagetimeSession:
             "shard_source": self.options.shard_source or None,
         }
 
+    def rerun_errors_command(self) -> str:
+        """A command that reruns exactly the items that failed or erred (pytest's ``--lf``)."""
+        return rerun_command(self.config, ["--lf"], self.runs)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_xdist_worker(self.config):
             return
@@ -843,6 +847,7 @@ class ImagetimeSession:
             tr.write_sep("=", "ImageTime item errors")
             for line in error_summary_lines(self.item_errors, per_item=tr.hasopt("E")):
                 tr.write_line(line)
+            tr.write_line(f"rerun them alone: {self.rerun_errors_command()}")
         for gallery in self.galleries:
             tr.write_line(f"dense-grid gallery (qualitative, not scored): {gallery}")
         if not self.reports:
@@ -942,6 +947,20 @@ class OneLineItemErrors:
             return (yield)
         finally:
             errors[:] = every
+
+
+def rerun_command(config: pytest.Config, selection: Sequence[str],
+                  specs: Iterable[str]) -> str:
+    """``pytest`` with ``selection`` (node ids, or ``--lf``), the models and the options
+    that decide what a rerun draws, judges and asserts."""
+    from .options import _raw
+
+    words = ["pytest", *selection, *(f"--imagetime-model={spec}" for spec in specs)]
+    for name in RERUN_OPTIONS:
+        value = _raw(config, name)
+        if value is not None:
+            words.append(f"--imagetime-{name}={value}")
+    return shlex.join(words)
 
 
 def _cwd_relative(config: pytest.Config, nodeid: str) -> str:
@@ -1111,16 +1130,9 @@ class CaseItem(PlainFailures, pytest.Item):
     def rerun_command(self) -> str:
         """A command that runs this case alone with this run's model, judge and scoring, in
         any directory (``packaged_argument``), reusing what the run stored."""
-        from .options import _raw
-
         session: ImagetimeSession = self.config.stash[session_key]
         spec = next(s for s, run in session.runs.items() if run is self.run)
-        words = ["pytest", self.nodeid, f"--imagetime-model={spec}"]
-        for name in RERUN_OPTIONS:
-            value = _raw(self.config, name)
-            if value is not None:
-                words.append(f"--imagetime-{name}={value}")
-        return shlex.join(words)
+        return rerun_command(self.config, [self.nodeid], [spec])
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1
