@@ -55,8 +55,10 @@ def process_alive(pid: int) -> bool:
 def _windows_process_alive(pid: int) -> bool:
     import ctypes
 
+    if sys.platform != "win32":  # called on Windows only; lets mypy check this on every OS
+        raise OSError("the Windows process check runs on Windows only")
     query_limited_information, still_active, access_denied = 0x1000, 259, 5
-    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+    kernel32 = ctypes.windll.kernel32
     handle = kernel32.OpenProcess(query_limited_information, False, pid)
     if not handle:
         return bool(kernel32.GetLastError() == access_denied)
