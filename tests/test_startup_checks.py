@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -94,7 +95,8 @@ def test_every_subcommand_refuses_an_unwritable_output_in_one_line(
 def test_a_subcommand_that_fails_to_write_says_why_in_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_imagetime.report import merge as merge_module
+    # The module itself: the package's ``merge`` attribute may be the function of that name.
+    merge_module = importlib.import_module("pytest_imagetime.report.merge")
 
     def full_disk(parts: list[Path], out: Path, **_: object) -> list[Path]:
         raise OSError(28, "No space left on device", str(out / "report.json"))
