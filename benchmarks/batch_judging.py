@@ -18,9 +18,7 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -28,7 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from judge_overlap import judged_run
 from tests.fake_batch import BatchState, batch_server
 
 from pytest_imagetime.cases import builtin_cases_dir
@@ -39,20 +39,9 @@ QUICK = ("constraints.yaml", "kitchen.yaml")
 def run(workdir: Path, base_url: str, out: str, paths: Sequence[str],
         extra: Sequence[str]) -> tuple[float, int, float, float]:
     """Seconds pytest reports, items passed, the run's judge cost and its spend."""
-    shutil.rmtree(workdir / out, ignore_errors=True)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths,
-               "--imagetime-model=procedural", "--imagetime-size=256",
-               f"--imagetime-out={out}", "--imagetime-junit=none", "--imagetime-progress=0",
-               *extra]
-    env = {**os.environ, "OPENAI_API_KEY": "benchmark", "OPENAI_BASE_URL": base_url}
-    done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                          check=False)
-    found = re.search(r"(\d+) passed.* in ([\d.]+)s", done.stdout)
-    if done.returncode != 0 or not found:
-        raise SystemExit(f"the run failed:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+    seconds, passed = judged_run(workdir, base_url, workdir / out, paths, extra)
     report = json.loads((workdir / out / "procedural/vlm/report.json").read_text())
-    return (float(found.group(2)), int(found.group(1)), report["aggregate"]["cost_usd"],
-            report["spent_usd"])
+    return seconds, passed, report["aggregate"]["cost_usd"], report["spent_usd"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

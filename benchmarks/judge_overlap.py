@@ -41,13 +41,21 @@ def run_once(workdir: Path, base_url: str, concurrency: int, workers: int,
     """Seconds pytest reports for the run (collection and test phase, no interpreter start)
     and the number of items that passed."""
     out = workdir / f"out-{os.getpid()}-{concurrency}-{workers}"
+    extra = [f"--imagetime-judge-concurrency={concurrency}"]
+    if workers:
+        extra += ["-n", str(workers)]
+    return judged_run(workdir, base_url, out, paths, extra)
+
+
+def judged_run(workdir: Path, base_url: str, out: Path, paths: Sequence[str],
+               extra: Sequence[str]) -> tuple[float, int]:
+    """A fresh run of ``paths`` through the procedural model and the vlm judge at
+    ``base_url``, writing ``out``: the seconds pytest reports and the items that passed."""
     shutil.rmtree(out, ignore_errors=True)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths,
                "--imagetime-model=procedural", "--imagetime-size=256",
-               f"--imagetime-judge-concurrency={concurrency}", f"--imagetime-out={out}",
-               "--imagetime-junit=none", "--imagetime-progress=0"]
-    if workers:
-        command += ["-n", str(workers)]
+               f"--imagetime-out={out}", "--imagetime-junit=none", "--imagetime-progress=0",
+               *extra]
     env = {**os.environ, "OPENAI_API_KEY": "benchmark", "OPENAI_BASE_URL": base_url}
     done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
                           check=False)
