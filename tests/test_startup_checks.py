@@ -362,6 +362,29 @@ def test_an_item_that_kills_its_worker_is_an_error_in_the_reports(
     assert not [c for c in cases if c is not crashed[0] and list(c.iter("error"))]
 
 
+def test_a_packaged_case_whose_worker_crashed_is_an_error_in_the_report(
+        pytester: pytest.Pytester) -> None:
+    import json
+
+    # No case file here: the packaged cases, whose node ids are their bare file names. They
+    # lie outside this folder, so a plugin (not a conftest here) kills the worker.
+    pytester.makepyfile(crash_plugin="""
+        import os
+
+        def pytest_runtest_setup(item):
+            if "kitchen-pour-water-2" in item.nodeid:
+                os._exit(3)
+    """)
+    result = pytester.runpytest_subprocess("-p", "crash_plugin", "--imagetime-model=procedural",
+                                           "--imagetime-size=128", "-k", "kitchen-pour-water",
+                                           "-n", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "missing from the report" not in result.stdout.str()
+    report = json.loads((pytester.path / "reports/procedural/pixel/report.json").read_text())
+    assert {i["case_id"]: i["status"] for i in report["items"]}["kitchen-pour-water-2"] \
+        == "error"
+
+
 def test_the_tempviz_suite_refuses_an_unwritable_output_at_start_up_too(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.tempviz_data import write_tables

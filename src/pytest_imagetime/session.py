@@ -451,7 +451,9 @@ class ImagetimeSession:
             return
         run, case_id = selected[0]
         self._outcomes.pop(report.nodeid, None)  # a setup or call it reported before dying
-        path = self.config.rootpath / report.nodeid.split("::", 1)[0]
+        # A packaged case file's node id is its bare name: found where packaged_argument finds it.
+        path = self.config.rootpath / packaged_argument(report.nodeid.split("::", 1)[0],
+                                                        self.config.rootpath)
         try:
             case = next(c for c in load_case_file(path) if c.id == case_id)
         except (CaseFileError, OSError, StopIteration):
@@ -900,6 +902,8 @@ def _packaged_nodeid(path: Path, rootpath: Path) -> Any:
 def _report_name(report: dict[str, Any]) -> str:
     manifest = report["manifest"]
     return with_setting(str(manifest["model"]["spec"]), manifest["setting"])
+
+
 def _sheets_of(items: list[CaseItem]) -> Iterator[tuple[RunSpec, Case, Sheet]]:
     """Each item's sheet, stored or drawn (and stored) here: in batches of the backend's
     batch size, several at once for a hosted backend. Items that cannot have one are left
@@ -1005,7 +1009,6 @@ class CaseFile(PlainFailures, pytest.File):
                                                .with_params(run_name))
                 else:
                     yield CaseItem.from_parent(self, name=name, case=case, run=run)
-
 
 
 def base_record(case: Case, run: RunSpec) -> ItemRecord:
@@ -1118,7 +1121,6 @@ class CaseItem(PlainFailures, pytest.Item):
             unmet.extend(extra or [])
         if unmet:
             raise ConditionsNotMet(explain(self.case, self.outcome, unmet))
-
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:
