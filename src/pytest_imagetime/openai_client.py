@@ -22,6 +22,7 @@ with that one reason and what to check. Each pytest process (each xdist worker) 
 from __future__ import annotations
 
 import email.utils
+import os
 import random
 import re
 import threading
@@ -87,6 +88,16 @@ def safe_url(url: str | None) -> str | None:
 
 
 # ------------------------------------------------------------------ the client
+
+
+# Why a backend that was built only to name and price its calls refuses to make one.
+NO_CALLS = "made for a session that makes no calls (--collect-only, --imagetime-dry-run)"
+
+
+def base_url_of(option: str | None) -> str | None:
+    """The endpoint a base-URL option names, else ``$OPENAI_BASE_URL``; None: the client's
+    default (api.openai.com)."""
+    return option or os.environ.get("OPENAI_BASE_URL") or None
 
 
 def load_sdk(who: str, alternative: str = "") -> Any:

@@ -35,12 +35,13 @@ from typing import Any
 
 from ..cases import Case
 from ..item_error import ItemError
-from ..judgment import JudgeError, Judgment, validate_judgment
+from ..judgment import JudgeError, Judgment
+from ..openai_client import server_message
 from ..run_spec import RunSpec
 from ..runner import Sheet, _stored_repeat, stored_sheet
 from ..store import atomic_write_text, read_json
 from .base import SheetToJudge
-from .vlm import InvalidAnswer, VlmJudge, _openai, _short
+from .vlm import InvalidAnswer, VlmJudge, _openai, _short, usage_tokens
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -301,21 +302,14 @@ class BatchJudge:
             response = openai.types.chat.ChatCompletion.model_validate(result.body)
         except Exception as exc:  # a body that is no chat completion: asked again
             return None, f"the batch answer is not a chat completion: {_short(str(exc))}", True
-        usage = response.usage
         tokens = request.tokens
-        if usage is not None:
-            from .vlm import cached_tokens
-
-            tokens[0] += int(usage.prompt_tokens or 0)
-            tokens[1] += int(usage.completion_tokens or 0)
-            tokens[2] += cached_tokens(usage)
+        for i, used in enumerate(usage_tokens(response)):
+            tokens[i] += used
         try:
-            judgment = self.inner._parse(response, request.case, request.spec.setting,
+            judgment = self.inner.answer(response, request.case, request.spec.setting,
                                          (tokens[0], tokens[1], tokens[2]), result.seconds,
                                          batch=True)
-            validate_judgment(judgment, request.case, request.spec.setting,
-                              self.inner.scored_dims)
-        except (InvalidAnswer, JudgeError) as exc:
+        except InvalidAnswer as exc:
             return None, self.inner._redact(str(exc)), True
         return judgment, "", False
 
@@ -558,11 +552,8 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _api_message(exc: Any) -> str:
-    """The server's own words of an API error (its ``error.message``)."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping) and body.get("message"):
-        return str(body["message"])
-    return str(getattr(exc, "message", exc))
+    """The server's own words of an API error, in any of the shapes servers use."""
+    return server_message(getattr(exc, "body", None), str(getattr(exc, "message", exc)))
 
 
 def _line_result(line: Mapping[str, Any], seconds: float) -> _Result:

@@ -37,9 +37,6 @@ class Rates:
         return ((tokens_in - cached) * self.input + cached * self.cached_input
                 + tokens_out * self.output) / 1_000_000
 
-    def to_json(self) -> dict[str, float]:
-        return {"input": self.input, "cached_input": self.cached_input, "output": self.output}
-
 
 @dataclass(frozen=True)
 class Price:
@@ -62,9 +59,6 @@ class Price:
 
     def rates(self, batch: bool = False) -> Rates:
         return self.batch if batch else self.standard
-
-    def to_json(self) -> dict[str, Any]:
-        return {"standard": self.standard.to_json(), "batch": self.batch.to_json()}
 
 
 def _rate(value: object, where: str, name: str) -> float:

@@ -132,8 +132,7 @@ def case_text(case: Case, setting: Setting) -> str:
                   "camera": case.setup.camera},
         "entities": {k: list(v) for k, v in case.entities.items()},
         "expected_states": dict(case.states),
-        "predicates": [{"id": p.id, "stage": p.stage, "text": p.text,
-                        **({"tags": list(p.tags)} if p.tags else {})} for p in case.predicates],
+        "predicates": [p.as_dict() for p in case.predicates],
         "temporal_constraints": list(case.temporal_constraints),
         "forbidden_states": [{"id": f.id, "text": f.text} for f in case.forbidden],
     }

@@ -30,7 +30,14 @@ from PIL import Image
 from ..cases import Case
 from ..judgment import JudgeError, Judgment, Verdict, validate_judgment
 from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
-from ..openai_client import Endpoint, EndpointConfig, load_sdk, safe_url
+from ..openai_client import (
+    NO_CALLS,
+    Endpoint,
+    EndpointConfig,
+    base_url_of,
+    load_sdk,
+    safe_url,
+)
 from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
 from .base import JudgeOptions, SheetToJudge
 from .prices import Price, known_cost, price_for
@@ -49,7 +56,6 @@ from .prompt import (
     system_prompt,
 )
 
-NO_CALLS = "made for a session that makes no calls (--collect-only, --imagetime-dry-run)"
 OFFLINE_HINT = "to score offline use --imagetime-judge=pixel"
 
 
@@ -62,17 +68,13 @@ def _openai() -> Any:
 
 
 def endpoint_for(options: JudgeOptions, api_key: str | None, who: str = "the judge endpoint",
-                 **hints: str) -> Endpoint:
+                 sdk: Any = None, **hints: str) -> Endpoint:
     """The judge options' endpoint: its client, checks, retries and breaker."""
     config = EndpointConfig(
-        who=who, model=options.model, base_url=_base_url(options),
+        who=who, model=options.model, base_url=base_url_of(options.base_url),
         api_key=api_key, key_env=options.key_env, timeout_s=options.timeout_s,
         retries=options.retries, headers=dict(options.headers), **hints)
-    return Endpoint(config, error=JudgeError, bad_body=InvalidAnswer)
-
-
-def _base_url(options: JudgeOptions) -> str | None:
-    return options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+    return Endpoint(config, error=JudgeError, bad_body=InvalidAnswer, sdk=sdk)
 
 
 def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
@@ -118,9 +120,9 @@ class VlmJudge:
             return
         # Imported here, at start-up: a missing package stops the run before any image is
         # generated, and judge threads do not queue on the first import.
-        _openai()
+        sdk = _openai()
         self.api_key = self._api_key()
-        self._endpoint = endpoint_for(self.options, self.api_key)
+        self._endpoint = endpoint_for(self.options, self.api_key, sdk=sdk)
 
     def _api_key(self) -> str | None:
         env = self.options.key_env
@@ -157,7 +159,7 @@ class VlmJudge:
     @property
     def base_url(self) -> str | None:
         """The endpoint as shown and stored: credentials in it are masked."""
-        return safe_url(_base_url(self.options))
+        return safe_url(base_url_of(self.options.base_url))
 
     @property
     def endpoint(self) -> Endpoint:
@@ -175,13 +177,11 @@ class VlmJudge:
         """The system prompt, then what every case shares, then the case: a prefix that is
         byte-identical across calls, which the provider's prompt cache bills at its cached
         rate."""
-        content: list[dict[str, Any]] = []
+        content: list[dict[str, Any]] = [
+            {"type": "text", "text": case_text(sheet.case, sheet.setting)}]
         if self.options.response_format == "json_object":
-            content.append({"type": "text", "text": case_text(sheet.case, sheet.setting)})
             content.append({"type": "text",
                             "text": _json_object_instruction(sheet.case, sheet.setting)})
-        else:
-            content.append({"type": "text", "text": case_text(sheet.case, sheet.setting)})
         if sheet.setting == "scaffold" and sheet.reference is not None:
             content.append({"type": "image_url",
                             "image_url": {"url": image_data_url(sheet.reference)}})
@@ -215,21 +215,22 @@ class VlmJudge:
                 tokens_in += used_in
                 tokens_out += used_out
                 tokens_cached += used_cached
-                return self.answer(response, sheet, (tokens_in, tokens_out, tokens_cached),
+                return self.answer(response, sheet.case, sheet.setting,
+                                   (tokens_in, tokens_out, tokens_cached),
                                    time.perf_counter() - started)
             except InvalidAnswer as exc:
                 problems.append(self._redact(str(exc)))
         raise JudgeError(f"no valid judgment after {len(problems)} attempts: "
                          + " | ".join(problems))
 
-    def answer(self, response: Any, sheet: SheetToJudge, tokens: tuple[int, int, int],
-               latency: float, batch: bool = False) -> Judgment:
+    def answer(self, response: Any, case: Case, setting: Setting,
+               tokens: tuple[int, int, int], latency: float, batch: bool = False) -> Judgment:
         """The judgment in one response, checked against the schema and the case; raises
         InvalidAnswer when it is not usable. ``tokens`` (in, out, cached) are every
         attempt's, priced at the Batch API's rates when ``batch``."""
-        judgment = self._parse(response, sheet.case, sheet.setting, tokens, latency, batch)
+        judgment = self._parse(response, case, setting, tokens, latency, batch)
         try:
-            validate_judgment(judgment, sheet.case, sheet.setting, self.scored_dims)
+            validate_judgment(judgment, case, setting, self.scored_dims)
         except JudgeError as exc:
             raise InvalidAnswer(str(exc)) from None
         return judgment

@@ -19,7 +19,6 @@ import binascii
 import functools
 import io
 import json
-import os
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -28,9 +27,16 @@ from typing import Any
 
 from PIL import Image
 
-from ..judges.vlm import NO_CALLS
 from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
-from ..openai_client import Endpoint, EndpointConfig, Failure, load_sdk, safe_url
+from ..openai_client import (
+    NO_CALLS,
+    Endpoint,
+    EndpointConfig,
+    Failure,
+    base_url_of,
+    load_sdk,
+    safe_url,
+)
 from ..probe.ask import api_key
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
@@ -195,7 +201,8 @@ class OpenAIImagesModel:
         self.api_key = self._api_key()
         # One client for every generating thread: it is thread-safe and pools connections.
         self._endpoint = ImagesEndpoint(EndpointConfig(
-            who="the images endpoint", model=self.model, base_url=self._base_url(),
+            who="the images endpoint", model=self.model,
+            base_url=base_url_of(self.options.base_url),
             api_key=self.api_key, key_env=self.options.key_env,
             timeout_s=self.options.timeout_s, retries=self.options.retries,
             headers=dict(self.options.headers), base_url_option="--imagetime-model-base-url",
@@ -213,13 +220,10 @@ class OpenAIImagesModel:
     def name(self) -> str:
         return self._spec
 
-    def _base_url(self) -> str | None:
-        return self.options.base_url or os.environ.get("OPENAI_BASE_URL") or None
-
     @property
     def base_url(self) -> str | None:
         """The endpoint as shown and stored: credentials in it are masked."""
-        return safe_url(self._base_url())
+        return safe_url(base_url_of(self.options.base_url))
 
     @property
     def endpoint(self) -> ImagesEndpoint:
@@ -262,8 +266,6 @@ class OpenAIImagesModel:
         return fields
 
     def generate(self, *, request: GenerationRequest) -> Generated:
-        if self._endpoint is None:
-            raise ModelError(f"the openai-images model was {NO_CALLS}")
         started = time.perf_counter()
         response, request_id = self._call(request)
         raw, delivery, count = self._first_image(response)

@@ -22,7 +22,6 @@ import jsonschema
 from ..judges.base import JudgeOptions
 from ..judges.prices import Price, known_cost, price_for
 from ..judges.vlm import (
-    NO_CALLS,
     InvalidAnswer,
     _openai,
     endpoint_for,
@@ -30,7 +29,7 @@ from ..judges.vlm import (
     usage_tokens,
 )
 from ..judgment import JudgeError
-from ..openai_client import Endpoint, safe_url
+from ..openai_client import NO_CALLS, Endpoint, base_url_of, safe_url
 
 JSON = Any
 # Checks an answer beyond its schema (ids all present, labels once each); returns a problem.
@@ -76,14 +75,14 @@ class JsonAsker:
         self.price: Price | None = price_for(self.model, options.price_per_mtok,
                                              options.prices_file)
         # As shown and stored: credentials in the URL are masked.
-        self.base_url = safe_url(options.base_url or os.environ.get("OPENAI_BASE_URL") or None)
+        self.base_url = safe_url(base_url_of(options.base_url))
         self.api_key: str | None = None
         self._endpoint: Endpoint | None = None
         if not options.calls:  # its judge only names, describes and prices its judgments
             return
-        _openai()
+        sdk = _openai()
         self.api_key = api_key(options.key_env, who, key_hint)
-        self._endpoint = endpoint_for(options, self.api_key, who="the endpoint",
+        self._endpoint = endpoint_for(options, self.api_key, who="the endpoint", sdk=sdk,
                                       **(hints or {}))
 
     @property
