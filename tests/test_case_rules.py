@@ -305,7 +305,6 @@ def test_unknown_predicate_tag_is_a_schema_error(tmp_path: Path,
     assert "field 'predicates[0].tags[0]'" in out and '"small-text"' in out
 
 
-
 def test_the_judge_and_the_report_show_the_small_text_tag() -> None:
     from pytest_imagetime.judges.prompt import case_text
     from pytest_imagetime.report.html import _checks

@@ -36,7 +36,6 @@ def estimated_tokens(text: str) -> int:
 # ---------------------------------------------------------------- small text and digits
 
 SMALL_TEXT_TAG = "small-text"
-PREDICATE_TAGS = (SMALL_TEXT_TAG,)
 _PANEL_REFERENCE = re.compile(
     r"\b(?:panels?|stages?|t)\s*[1-4](?:\s*(?:,|and|or|to)\s*[1-4])*\b", re.IGNORECASE)
 # A quotation, not a possessive: the marks stand apart from letters on their outer sides.
@@ -179,7 +178,7 @@ def small_text(case: Case) -> Iterator[Finding]:
                 f"{p.text!r} is decided by reading digits or text in the image; tag it "
                 f"'tags: [{SMALL_TEXT_TAG}]' so the judge and the report show it, or make the "
                 f"change visible without reading"))
-    for kind, texts in (("states", [(s, case.states[s]) for s in case.states]),
+    for kind, texts in (("states", list(case.states.items())),
                         ("predicates", [(p.stage, p.text) for p in case.predicates
                                         if p.stage != "all"])):
         yield from _number_only_difference(kind, texts)

@@ -81,6 +81,12 @@ class Predicate:
     text: str
     tags: tuple[str, ...] = ()  # e.g. "small-text": deciding it means reading the image
 
+    def as_dict(self) -> dict[str, Any]:
+        """The predicate as plain data (for the spec and the judge), tags only where it has
+        some."""
+        return {"id": self.id, "stage": self.stage, "text": self.text,
+                **({"tags": list(self.tags)} if self.tags else {})}
+
 
 @dataclass(frozen=True, slots=True)  # slots: every case holds several
 class Forbidden:
@@ -120,10 +126,7 @@ class Case:
         data["setup"] = _flat(self.setup)
         data["entities"] = {k: list(v) for k, v in self.entities.items()}
         data["states"] = dict(self.states)
-        # Tags only where a predicate has some: untagged cases keep their spec hash.
-        data["predicates"] = [{"id": p.id, "stage": p.stage, "text": p.text,
-                               **({"tags": list(p.tags)} if p.tags else {})}
-                              for p in self.predicates]
+        data["predicates"] = [p.as_dict() for p in self.predicates]
         data["temporal_constraints"] = list(self.temporal_constraints)
         data["forbidden"] = [_flat(f) for f in self.forbidden]
         return data

@@ -15,12 +15,6 @@ class PlainFailures(Node):
 
     plain_failures: ClassVar[tuple[type[BaseException], ...]] = ()
 
-    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
-                     style: Any = None) -> str | TerminalRepr:
-        if isinstance(excinfo.value, self.plain_failures):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
     def _repr_failure_py(self, excinfo: ExceptionInfo[BaseException],  # type: ignore[override]
                          style: Any = None) -> str | TerminalRepr:
         # pytest words a setup error here, not in repr_failure: a traceback it would format
@@ -28,6 +22,7 @@ class PlainFailures(Node):
         if isinstance(excinfo.value, self.plain_failures):
             return str(excinfo.value)
         return super()._repr_failure_py(excinfo, style)
+
 
 def report_text(report: Any) -> str:
     """A report's failure text as pytest's ``longreprtext`` gives it, without the

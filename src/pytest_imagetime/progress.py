@@ -57,7 +57,6 @@ class Progress:
         return (f"[imagetime] {self.done}/{total} done, {self.errors} errors, Overall {overall}, "
                 f"spent {self._spent()}, elapsed {_duration(elapsed)}, ETA {eta}")
 
-
     def _spent(self) -> str:
         if self.spent_known:
             return f"${self.spent_usd:.2f}"

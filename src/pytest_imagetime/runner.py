@@ -68,11 +68,6 @@ class ItemOutcome:
     item_scores: ItemScores
 
 
-def describe_cap(cap: AppliedCap) -> str:
-    """One line that says which rule fired, why, and what it lowered."""
-    return cap.describe()
-
-
 def case_seed(run_seed: int, case_id: str) -> int:
     """Each case's seed: stable across runs and machines, different between cases."""
     digest = hashlib.sha256(f"{run_seed}:{case_id}".encode()).digest()
@@ -596,7 +591,7 @@ def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
         base, judge_model=judgment.judge_model, scores=capped,
         confidence={d: judgment.confidence.get(d) for d in C_DIMS}, c_mean=scores.c_mean,
         d_mean=scores.d_mean, overall=scores.overall, tree=dict(scores.tree),
-        gate_pass=scores.gate_pass, labels=labels, caps=tuple(describe_cap(c) for c in caps),
+        gate_pass=scores.gate_pass, labels=labels, caps=tuple(c.describe() for c in caps),
         predicates_failed=failed_predicates if judgment.evaluates_predicates else (),
         forbidden_observed=observed if judgment.evaluates_predicates else (),
         predicates_checked=judgment.evaluates_predicates,

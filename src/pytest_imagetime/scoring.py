@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .judges.prices import sum_costs
 from .rubric import ALL_DIMS, C_DIMS, D_DIMS, GATE, GATE_C0_MIN, LEVELS, TreeNode
 
 
@@ -127,9 +128,8 @@ def aggregate(items: Iterable[Scored]) -> dict[str, Any]:
     counts = Counter(label for i in judged for label in set(i.labels))
     result["labels"] = dict(sorted(counts.items()))
     # An error's cost counts where it is known; a judged item of unknown cost makes it unknown.
-    costs = [i.cost_usd for i in ordered if i.cost_usd is not None or i.status != "error"]
-    result["cost_usd"] = (None if any(c is None for c in costs)
-                          else math.fsum(c for c in costs if c is not None))
+    result["cost_usd"] = sum_costs(i.cost_usd for i in ordered
+                                   if i.cost_usd is not None or i.status != "error")
     # The image backend's reported cost of the sheets (the paper's cost axis), where known.
     generation = [i.generation_cost_usd for i in ordered if i.generation_cost_usd is not None]
     result["generation_cost_usd"] = math.fsum(generation) if generation else None

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import platform
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..judges.prices import sum_costs
 from ..record import ItemRecord
 from ..rubric import RUBRIC_VERSION
 from ..scoring import Scored, aggregate
@@ -132,8 +132,7 @@ def prompt_cache(items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 def spent(items: Iterable[Mapping[str, Any]]) -> float | None:
     """What this session paid (judgments reused from the store cost nothing again); None
     when an item judged now has an unknown cost."""
-    costs = [i["cost_usd"] for i in items if i["judged"]]
-    return None if any(c is None for c in costs) else math.fsum(costs)
+    return sum_costs(i["cost_usd"] for i in items if i["judged"])
 
 
 def case_set(records: Iterable[ItemRecord]) -> dict[str, Any]:

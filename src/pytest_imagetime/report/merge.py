@@ -127,6 +127,8 @@ def _relocated(record: ItemRecord, recorded_run_dir: str, run_dir: Path) -> Item
         return str(run_dir.parent / below)  # named by the error if it is not there either
 
     return replace(record, image=located(record.image), judgment=located(record.judgment))
+
+
 def _copy_prompt(members: Sequence[tuple[Path, dict[str, Any]]], run_dir: Path) -> None:
     """The shards' judge prompt text (one judge config: the same text) kept with the merge."""
     for path, _ in members:

@@ -391,7 +391,6 @@ class TempvizFile(PlainFailures, pytest.File):
                                               prompt=prompt, run=run)
 
 
-
 class NotAllYes(AssertionError):
     """The judge answered, and not every answer is yes: a test failure, not an error."""
 
@@ -439,7 +438,6 @@ class TempvizItem(PlainFailures, pytest.Item):
             why = f" ({answer.analysis})" if answer.analysis and answer.answer == "no" else ""
             lines.append(f"  {question.upper()} {name}: {answer.answer}{why}")
         raise NotAllYes("\n".join(lines))
-
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, self.prompt.line - 1, f"{self.prompt.id} [{self.run.model.name}]"
