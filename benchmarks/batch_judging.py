@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_overlap import judged_run
 from tests.fake_batch import BatchState, batch_server
 
-from pytest_imagetime.cases import builtin_cases_dir
+from pytest_imagetime.cases.loading import builtin_cases_dir
 
 QUICK = ("constraints.yaml", "kitchen.yaml")
 

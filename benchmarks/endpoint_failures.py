@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fake_openai import ServerState, chat_server, closed_port_url
 
-from pytest_imagetime.cases import builtin_cases_dir
+from pytest_imagetime.cases.loading import builtin_cases_dir
 
 QUICK = ("constraints.yaml", "kitchen.yaml")
 KEY = "sk-proj-benchmark-0123456789abcdef"

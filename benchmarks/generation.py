@@ -86,8 +86,8 @@ print(json.dumps({"seconds": time.perf_counter() - start}))
 
 def case_prompts(n: int) -> tuple[list[Path], list[tuple[int, str]]]:
     """The first n packaged cases (whole files), with each case's seed and prompt."""
-    from pytest_imagetime.cases import builtin_cases_dir, load_case_file
-    from pytest_imagetime.runner import case_seed
+    from pytest_imagetime.cases.loading import builtin_cases_dir, load_case_file
+    from pytest_imagetime.engine.runner import case_seed
 
     files: list[Path] = []
     prompts: list[tuple[int, str]] = []
@@ -130,7 +130,7 @@ def sheet_costs(run: Path, limit: int = 40) -> tuple[float, float, int]:
     from PIL import Image
 
     from pytest_imagetime.sheet.metrics import analyze
-    from pytest_imagetime.store import encode_png
+    from pytest_imagetime.store.run_dir import encode_png
 
     measure: list[float] = []
     encode: list[float] = []

@@ -17,7 +17,7 @@ beside each figure, its target and PASS or MISS:
    many tests that do nothing (pytest's own cost per test, which a resume cannot avoid), and
    the resume's floor: its collection plus what reporting as many items costs with pytest's
    per-phase hooks skipped as a resume skips them (plain tests that do nothing, replayed by
-   ``pytest_imagetime.replay``), that is a resume whose lookups, records and report files
+   ``pytest_imagetime.plugin.replay``), that is a resume whose lookups, records and report files
    cost nothing;
 4. peak RSS of the procedural run against a run of a tenth of the cases;
 5. the procedural run with ``-n 2`` against without;
@@ -99,7 +99,7 @@ def test_item(i):
 PLAIN_REPLAY = """\
 import pytest
 
-from pytest_imagetime.replay import replay
+from pytest_imagetime.plugin.replay import replay
 
 
 @pytest.hookimpl(tryfirst=True)

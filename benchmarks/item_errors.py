@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--src", type=Path, help="another checkout's src folder to time")
     args = parser.parse_args(argv)
-    from pytest_imagetime.cases import builtin_cases_dir
+    from pytest_imagetime.cases.loading import builtin_cases_dir
 
     cases = builtin_cases_dir()
     paths = [str(cases / "constraints.yaml"), str(cases / "kitchen.yaml")] if args.quick \

@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fake_openai import ServerState, _spec, _user_text, chat_server
 
-from pytest_imagetime.cases import builtin_cases_dir, case_files, load_case_file
+from pytest_imagetime.cases.loading import builtin_cases_dir, case_files, load_case_file
 from pytest_imagetime.judges.base import JudgeOptions, SheetToJudge
 from pytest_imagetime.judges.vlm import VlmJudge
-from pytest_imagetime.judgment import JudgeError
+from pytest_imagetime.rubric.judgment import JudgeError
 
 MISTAKES = ("wrong_id", "number_for_null", "missing_confidence")
 

@@ -52,7 +52,7 @@ from pytest_imagetime.models.procedural import ProceduralModel
 
 @functools.cache
 def _sheet(case_id: str, size: int):
-    from pytest_imagetime.cases import builtin_cases_dir, load_case_file
+    from pytest_imagetime.cases.loading import builtin_cases_dir, load_case_file
 
     for path in sorted(builtin_cases_dir().glob("*.yaml")):
         for case in load_case_file(path):
@@ -122,7 +122,7 @@ def main() -> None:
     args = parser.parse_args()
 
     files, prompts = case_prompts(args.n)
-    from pytest_imagetime.cases import load_case_file
+    from pytest_imagetime.cases.loading import load_case_file
 
     case_id = load_case_file(files[0])[0].id
     results: dict[str, list[float]] = {"auto": [], "off": []}

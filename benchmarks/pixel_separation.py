@@ -30,12 +30,12 @@ import numpy as np
 import PIL
 from PIL import Image
 
-from pytest_imagetime.cases import Case, Predicate, Setup
+from pytest_imagetime.cases.loading import Case, Predicate, Setup
 from pytest_imagetime.judges.base import SheetToJudge
 from pytest_imagetime.judges.pixel import PixelJudge
-from pytest_imagetime.judgment import Judgment
-from pytest_imagetime.rubric import Applicability
-from pytest_imagetime.scoring import score_item
+from pytest_imagetime.rubric.facts import Applicability
+from pytest_imagetime.rubric.judgment import Judgment
+from pytest_imagetime.scoring.aggregate import score_item
 from pytest_imagetime.sheet.geometry import compose, gutter_width
 from pytest_imagetime.sheet.metrics import METRICS_VERSION
 

@@ -28,8 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pytest_imagetime.case_rules import estimated_tokens  # noqa: E402
-from pytest_imagetime.cases import builtin_cases_dir, case_files, load_case_file  # noqa: E402
+from pytest_imagetime.cases.loading import builtin_cases_dir, case_files, load_case_file  # noqa: E402
+from pytest_imagetime.cases.rules import estimated_tokens  # noqa: E402
 
 LIMITS = (77, 256, 512)
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from pytest_imagetime.cases import Case, Forbidden, Predicate, Setup
-from pytest_imagetime.rubric import Applicability
+from pytest_imagetime.cases.loading import Case, Forbidden, Predicate, Setup
+from pytest_imagetime.rubric.facts import Applicability
 
 PROMPT = (
     "One square image divided into a 2x2 grid of four equal panels separated by thin white "

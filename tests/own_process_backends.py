@@ -1,4 +1,4 @@
-"""A backend for the tests of drawing in a process of its own (tests/test_own_process.py).
+"""A backend for the tests of drawing in a process of its own (tests/models/test_own_process.py).
 
 It lives in an importable module so that a spawned child can build it from a
 ``functools.partial``. What it does is chosen by the request's prompt, so one child can be

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from .agreement.command import add_parser as agree_parser
-from .baselines.command import add_parser as baseline_parser
-from .case_copy import cases_parser
-from .cases import builtin_cases_dir
-from .labels.command import add_parser as label_parser
-from .lint import lint_paths
-from .probe.commands import add_commands as probe_commands
+from .cases.command import cases_parser
+from .cases.lint import lint_paths
+from .cases.loading import builtin_cases_dir
 from .report.summary import summary_lines
+from .research.agreement.command import add_parser as agree_parser
+from .research.baselines.command import add_parser as baseline_parser
+from .research.labels.command import add_parser as label_parser
+from .research.probe.commands import add_commands as probe_commands
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -84,7 +84,7 @@ def _runs_in(path: Path) -> dict[str, Path]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .gate import GateSpecError, compare, gate_lines, parse_thresholds
+    from .gate.compare import GateSpecError, compare, gate_lines, parse_thresholds
 
     try:
         max_drop = parse_thresholds(args.max_drop or "", "--max-drop")
@@ -97,7 +97,7 @@ def _compare(args: argparse.Namespace) -> int:
         empty = args.baseline if not baseline else args.current
         print(f"imagetime compare: no report.json in {empty}", file=sys.stderr)
         return 2
-    from .baseline_runs import AmbiguousBaseline, baseline_report
+    from .gate.baseline_runs import AmbiguousBaseline, baseline_report
 
     results = []
     for run, path in current.items():
@@ -251,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _output_problem(args: argparse.Namespace) -> str | None:
     """Why the subcommand's output path cannot be written (its ``writes`` default names the
     argument and whether it is a folder or a file), checked before any work is done."""
-    from .writable import file_problem, folder_problem
+    from .store.writable import file_problem, folder_problem
 
     writes = getattr(args, "writes", None)
     if writes is None:

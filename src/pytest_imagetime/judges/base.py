@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..rubric import Setting
+from ..rubric.facts import Setting
 
 if TYPE_CHECKING:  # annotations only: the options module imports this one at pytest start-up
     from PIL import Image
 
-    from ..cases import Case
-    from ..judgment import Judgment
+    from ..cases.loading import Case
+    from ..rubric.judgment import Judgment
     from ..sheet.metrics import SheetMetrics
 
 JSON = Any

@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cases import Case
-from ..item_error import ItemError
-from ..judgment import JudgeError, Judgment
-from ..openai_client import server_message
-from ..run_spec import RunSpec
-from ..runner import Sheet, _stored_repeat, stored_sheet
-from ..store import atomic_write_text, read_json
+from ..backends.openai_client import server_message
+from ..cases.loading import Case
+from ..engine.item_error import ItemError
+from ..engine.run_spec import RunSpec
+from ..engine.runner import Sheet, _stored_repeat, stored_sheet
+from ..rubric.judgment import JudgeError, Judgment
+from ..store.run_dir import atomic_write_text, read_json
 from .base import SheetToJudge
 from .vlm import InvalidAnswer, VlmJudge, _openai, _short, usage_tokens
 

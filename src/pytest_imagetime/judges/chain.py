@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from ..judgment import JudgeError, Judgment, Verdict
-from ..probe.ask import Answer, JsonAsker
-from ..rubric import ALL_DIMS, RUBRIC_VERSION
+from ..research.probe.ask import Answer, JsonAsker
+from ..rubric.facts import ALL_DIMS, RUBRIC_VERSION
+from ..rubric.judgment import JudgeError, Judgment, Verdict
 from .base import JudgeOptions, SheetToJudge
 from .chain_questions import (
     ANSWERS,

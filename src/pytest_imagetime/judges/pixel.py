@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..judgment import Judgment
-from ..rubric import ALL_DIMS, RUBRIC_VERSION, SCORE_MAX, SCORE_MIN
+from ..rubric.facts import ALL_DIMS, RUBRIC_VERSION, SCORE_MAX, SCORE_MIN
+from ..rubric.judgment import Judgment
 from ..sheet import METRICS_VERSION
 from .base import SheetToJudge
 

@@ -20,8 +20,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..cases import Case
-from ..rubric import (
+from ..cases.loading import Case
+from ..rubric.facts import (
     ALL_DIMS,
     C_DIMS,
     CAP_RULES,

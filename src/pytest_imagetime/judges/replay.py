@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..judgment import JudgeError, Judgment
-from ..registry import spec_path
-from ..rubric import RUBRIC_VERSION
+from ..backends.registry import spec_path
+from ..rubric.facts import RUBRIC_VERSION
+from ..rubric.judgment import JudgeError, Judgment
 from .base import JudgeOptions, SheetToJudge
 
 

@@ -27,10 +27,8 @@ from typing import Any
 import jsonschema
 from PIL import Image
 
-from ..cases import Case
-from ..judgment import JudgeError, Judgment, Verdict, validate_judgment
-from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
-from ..openai_client import (
+from ..backends.openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
+from ..backends.openai_client import (
     NO_CALLS,
     Endpoint,
     EndpointConfig,
@@ -38,9 +36,11 @@ from ..openai_client import (
     load_sdk,
     safe_url,
 )
-from ..rubric import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
+from ..backends.prices import Price, known_cost, price_for
+from ..cases.loading import Case
+from ..rubric.facts import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
+from ..rubric.judgment import JudgeError, Judgment, Verdict, validate_judgment
 from .base import JudgeOptions, SheetToJudge
-from .prices import Price, known_cost, price_for
 from .prompt import (
     FORBIDDEN_VERDICTS,
     PREDICATE_VERDICTS,

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ..rubric import Setting
+from ..rubric.facts import Setting
 
 if TYPE_CHECKING:  # annotations only: the options module imports this one at pytest start-up
     from PIL import Image
 
-    from ..cases import Case
+    from ..cases.loading import Case
 
 JSON = Any
 

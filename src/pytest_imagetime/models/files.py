@@ -11,8 +11,8 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from ..registry import spec_path
-from ..store import sha256_bytes
+from ..backends.registry import spec_path
+from ..store.run_dir import sha256_bytes
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")

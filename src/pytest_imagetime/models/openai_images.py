@@ -27,8 +27,8 @@ from typing import Any
 
 from PIL import Image
 
-from ..openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
-from ..openai_client import (
+from ..backends.openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
+from ..backends.openai_client import (
     NO_CALLS,
     Endpoint,
     EndpointConfig,
@@ -37,7 +37,7 @@ from ..openai_client import (
     load_sdk,
     safe_url,
 )
-from ..probe.ask import api_key
+from ..research.probe.ask import api_key
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
 

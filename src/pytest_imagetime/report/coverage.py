@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases import Case, CaseFileError, builtin_cases_dir, case_files, load_case_file
-from ..scheduling import shard_cases
+from ..cases.loading import Case, CaseFileError, builtin_cases_dir, case_files, load_case_file
+from ..plugin.scheduling import shard_cases
 
 PACKAGED = "imagetime"
 # What makes two reports' items interchangeable: the same scores under the same conditions.

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ..rubric import C_DIMS, D_DIMS, GATE, LEVEL_KEYS, LEVEL_NAMES
+from ..rubric.facts import C_DIMS, D_DIMS, GATE, LEVEL_KEYS, LEVEL_NAMES
 from .coverage import coverage_text, is_complete
 
 if TYPE_CHECKING:

@@ -28,8 +28,8 @@ from urllib.parse import quote
 
 from PIL import Image
 
-from ..cases import Case, CaseFileError, builtin_cases_dir, load_case_file
-from ..rubric import (
+from ..cases.loading import Case, CaseFileError, builtin_cases_dir, load_case_file
+from ..rubric.facts import (
     ALL_DIMS,
     C_DIMS,
     D_DIMS,
@@ -39,7 +39,7 @@ from ..rubric import (
     PROTOCOL_NODE_LABEL,
 )
 from ..sheet.geometry import STAGE_ORDER, split
-from ..store import dir_slug, read_json
+from ..store.run_dir import dir_slug, read_json
 from .coverage import coverage_note, coverage_text, is_complete
 
 INDEX = "index.html"

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..judges.prices import sum_costs
-from ..record import ItemRecord
-from ..rubric import RUBRIC_VERSION
-from ..scoring import Scored, aggregate
-from ..store import atomic_write_text
+from ..backends.prices import sum_costs
+from ..engine.record import ItemRecord
+from ..rubric.facts import RUBRIC_VERSION
+from ..scoring.aggregate import Scored, aggregate
+from ..store.run_dir import atomic_write_text
 
 REPORT_FORMAT = "imagetime-report/1"
 ITEM_FIELDS = tuple(f.name for f in fields(ItemRecord))
@@ -161,7 +161,7 @@ def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
 def report_of_items(manifest: Mapping[str, Any], items: list[dict[str, Any]], created: str,
                     previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``build_report`` from the records' items (``items_of``), which become its items."""
-    from ..gate import INTERVAL_METHOD, confidence_intervals, kept_intervals
+    from ..gate.compare import INTERVAL_METHOD, confidence_intervals, kept_intervals
 
     env = environment()
     confidence = kept_intervals(previous, items, env["libraries"].get("numpy"))

@@ -17,9 +17,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from ..record import PREFIX, ItemRecord, Scalar
-from ..rubric import LEVEL_KEYS
-from ..store import with_setting
+from ..engine.record import PREFIX, ItemRecord, Scalar
+from ..rubric.facts import LEVEL_KEYS
+from ..store.run_dir import with_setting
 from .json_report import record_from_json
 from .junit_xml import JunitCase, status_counts, write_junit_xml
 

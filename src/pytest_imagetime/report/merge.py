@@ -17,10 +17,10 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..judges.prices import sum_costs
-from ..record import ItemRecord
-from ..runner import now
-from ..store import read_json
+from ..backends.prices import sum_costs
+from ..engine.record import ItemRecord
+from ..engine.runner import now
+from ..store.run_dir import read_json
 from .coverage import Suite, coverage_json
 from .json_report import build_report, case_set, record_from_json, validate_report, write_report
 from .junit import write_junit

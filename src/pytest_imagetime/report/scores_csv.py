@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..rubric import C_DIMS, D_DIMS
-from ..store import atomic_write_text
+from ..rubric.facts import C_DIMS, D_DIMS
+from ..store.run_dir import atomic_write_text
 
 SCORES_CSV = "scores.csv"
 JUDGE_PROMPT = "judge_prompt.txt"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..rubric import LEVEL_KEYS
-from ..store import with_setting
+from ..rubric.facts import LEVEL_KEYS
+from ..store.run_dir import with_setting
 from .coverage import coverage_note, coverage_text
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from ..agreement.tables import FALSE_WORDS, TRUE_WORDS, TableError, read_table
+from ..research.agreement.tables import FALSE_WORDS, TRUE_WORDS, TableError, read_table
 from .options import CATEGORIES
 from .prompts import QUESTIONS, Prompt, TempvizDataError, load_table, table_path
 

@@ -23,12 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..backends.prices import cost_usd
 from ..judges.base import JudgeOptions
-from ..judges.prices import cost_usd
 from ..judges.vlm import InvalidAnswer, usage_tokens
-from ..judgment import JudgeError
-from ..probe.ask import JsonAsker, message_text, short
-from ..store import dir_slug
+from ..research.probe.ask import JsonAsker, message_text, short
+from ..rubric.judgment import JudgeError
+from ..store.run_dir import dir_slug
 from .examples import Example, Examples
 from .options import STYLES
 from .prompts import QUESTION_NAMES, QUESTIONS, Prompt

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..options import parse_options, registered
+from ..plugin.options import parse_options, registered
 from .options import TEMPVIZ_OPTIONS, add_tempviz_options
 
 

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cases import Case, Setup
-from ..inventory import slug
-from ..rubric import Applicability
+from ..cases.inventory import slug
+from ..cases.loading import Case, Setup
+from ..rubric.facts import Applicability
 from .options import CATEGORIES
 
 QUESTIONS: tuple[str, ...] = ("q1", "q2", "q3")

@@ -26,13 +26,13 @@ from typing import Any
 from PIL import Image
 
 from .. import __version__
-from ..item_error import ItemError
+from ..engine.item_error import ItemError
+from ..engine.pipeline import CostBudget
+from ..engine.runner import case_seed, now
 from ..judges.vlm import image_data_url
-from ..judgment import JudgeError
 from ..models.base import GenerationRequest, ImageModel, ModelError
-from ..pipeline import CostBudget
-from ..runner import case_seed, now
-from ..store import (
+from ..rubric.judgment import JudgeError
+from ..store.run_dir import (
     RunPaths,
     dir_slug,
     find_stored_sheet,

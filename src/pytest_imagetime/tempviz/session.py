@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 
-from ..failure_text import PlainFailures, report_text
-from ..inventory import slug
-from ..item_error import ItemError
-from ..markers import Markers
+from ..backends.registry import MODELS, UnknownBackend
+from ..cases.inventory import slug
+from ..engine.item_error import ItemError
+from ..engine.pipeline import CostBudget
+from ..engine.runner import now
 from ..models.base import ImageModel
-from ..options import Options, for_session, option_path
-from ..pipeline import CostBudget
-from ..registry import MODELS, UnknownBackend
+from ..plugin.failure_text import PlainFailures, report_text
+from ..plugin.markers import Markers
+from ..plugin.options import Options, for_session, option_path
+from ..plugin.scheduling import shard_cases
 from ..report.pytest_junit import PytestJunit, pytest_junit_of
-from ..runner import now
-from ..scheduling import shard_cases
-from ..sheet_prompts import SHEET
+from ..sheet.prompts import SHEET
 from .examples import Examples, ExamplesError, load_examples
 from .judge import TempvizJudge
 from .lookahead import Lookahead
@@ -145,7 +145,7 @@ def start(config: pytest.Config, options: Options) -> None:
     session = TempvizSession(config, options, settings)
     if not hasattr(config, "workerinput") and not options.dry_run \
             and not config.option.collectonly:
-        from ..writable import UnwritablePath, check_run_outputs
+        from ..store.writable import UnwritablePath, check_run_outputs
 
         try:  # before any item runs, not when its reports are written
             check_run_outputs(options.out, session.junit, options.html,

@@ -1,0 +1,616 @@
+"""One item, start to finish: generate (or reuse), measure, judge (or reuse), cap, score.
+
+Nothing here knows about pytest; the plugin turns the outcome into test results. A model or
+judge failure raises ItemError with the reason: the item is an error, never a score of 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..cases.loading import Case
+from ..judges.base import SheetToJudge
+from ..models.base import (
+    Generated,
+    GenerationRequest,
+    ModelError,
+    describe_failure,
+)
+from ..rubric.caps import AppliedCap, apply_caps, case_scopes, layout_labels
+from ..rubric.facts import C_DIMS, RUBRIC_VERSION
+from ..rubric.judgment import JudgeError, Judgment, validate_judgment
+from ..rubric.repeats import combine
+from ..scoring.aggregate import ItemScores, score_item
+from ..sheet import METRICS_VERSION, geometry
+from ..sheet.prompts import SHEET, sheet_prompt
+from ..store.run_dir import (
+    StoredSheet,
+    decode_png,
+    encode_png,
+    find_stored_sheet,
+    input_key,
+    load_stored_judgment,
+    read_json,
+    rgb_png,
+    store_image,
+    store_judgment,
+)
+from .item_error import ItemError
+from .record import ItemRecord
+from .references import Reference, ReferenceError
+from .run_spec import RunSpec
+
+if TYPE_CHECKING:  # numpy at the first sheet measured (see _analyze), Pillow at the first read
+    from PIL import Image
+
+    from ..sheet.metrics import SheetMetrics
+
+IMAGE_RECORD_FORMAT = "imagetime-image/1"
+PRICE_KEYS = frozenset({"price_usd_per_mtok"})  # judge configuration that is only a price
+JUDGMENT_RECORD_FORMAT = "imagetime-judgment/1"
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    record: ItemRecord
+    judgment: Judgment
+    caps: tuple[AppliedCap, ...]
+    item_scores: ItemScores
+
+
+def case_seed(run_seed: int, case_id: str) -> int:
+    """Each case's seed: stable across runs and machines, different between cases."""
+    digest = hashlib.sha256(f"{run_seed}:{case_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _describe(exc: BaseException) -> str:
+    return describe_failure(exc, (ModelError, JudgeError))
+
+
+def reference_for(spec: RunSpec, case: Case) -> Reference | None:
+    """The case's reference in the scaffold setting (None otherwise); raises ItemError."""
+    if spec.setting != "scaffold":
+        return None
+    if spec.references is None:
+        raise ItemError("the scaffold setting needs references: --imagetime-reference-dir=DIR "
+                        "or --imagetime-reference-model=SPEC")
+    try:
+        return spec.references.get(case)
+    except ReferenceError as exc:
+        raise ItemError(str(exc)) from exc
+
+
+def generation_request(spec: RunSpec, case: Case,
+                       reference: Reference | None = None) -> GenerationRequest:
+    canvas = None if reference is None else geometry.scaffold(reference.image, spec.size)
+    return GenerationRequest(case=case, setting=spec.setting, size=spec.size,
+                             seed=case_seed(spec.run_seed, case.id),
+                             reference=None if reference is None else reference.image,
+                             prompt=sheet_prompt(case, reference is not None, spec.grid),
+                             grid=spec.grid, scaffold=canvas)
+
+
+def image_key(spec: RunSpec, request: GenerationRequest,
+              reference: Reference | None = None) -> str:
+    """Everything that decides the generated sheet; a change regenerates it."""
+    token_of = getattr(spec.model, "input_token", None)
+    parts: dict[str, Any] = {
+        "model": spec.model.name, "config": dict(spec.model.config()),
+        "case": request.case.id, "prompt_sha256": request.case.prompt_hash,
+        "setting": request.setting, "size": request.size, "seed": request.seed,
+        "token": token_of(request) if callable(token_of) else None,
+    }
+    # Added only where they apply, so prompt-only 2x2 sheets keep their keys.
+    if request.text != request.case.prompt:
+        parts["prompt_text_sha256"] = hashlib.sha256(request.text.encode()).hexdigest()
+    if request.grid != SHEET:
+        parts["grid"] = list(request.grid)
+    if reference is not None:
+        parts["reference_sha256"] = reference.sha256
+    return input_key(parts)
+
+
+def judgment_key(spec: RunSpec, case: Case, image_sha256: str,
+                 reference: Reference | None = None) -> str:
+    """Everything that decides a judgment; a change re-judges the sheet. A price decides
+    nothing: a new price table must not pay for every stored judgment again."""
+    judge = {k: v for k, v in spec.judge.config().items() if k not in PRICE_KEYS}
+    parts: dict[str, Any] = {
+        "judge": judge, "image_sha256": image_sha256,
+        "case_spec_sha256": case.spec_hash, "setting": spec.setting,
+        "rubric_version": RUBRIC_VERSION,
+    }
+    if reference is not None:
+        parts["reference_sha256"] = reference.sha256
+    return input_key(parts)
+
+
+class Sheet:
+    """A generated (or reused) sheet, ready to judge.
+
+    A reused sheet comes as its checked file and is read and decoded only when something
+    needs its pixels: resuming a judged item never does. ``metrics`` are the pixel facts
+    measured when the sheet was stored in this process, for the pixel judge to reuse.
+    """
+
+    def __init__(self, image: Image.Image | None, sha256: str, record: Mapping[str, Any],
+                 generated: bool, reference: Reference | None = None, *,
+                 stored: StoredSheet | None = None,
+                 metrics: SheetMetrics | None = None) -> None:
+        if image is None and stored is None:
+            raise ValueError("a sheet needs its image or its file")
+        self._image = image
+        self._stored = stored
+        self.sha256 = sha256
+        self.record = record
+        self.generated = generated
+        self.reference = reference
+        self.metrics = metrics
+
+    @property
+    def image(self) -> Image.Image:
+        """The pixels; raises ItemError when the stored file cannot be read, or changed
+        after it was checked."""
+        if self._image is None:
+            assert self._stored is not None
+            try:
+                self._image = decode_png(self._stored.read())
+            except (OSError, ValueError) as exc:
+                raise ItemError(f"cannot read the stored sheet {self._stored.path}: {exc}; "
+                                f"run again to draw it anew") from exc
+            self._stored = None
+        return self._image
+
+
+@dataclass(frozen=True)
+class _Pending:
+    index: int
+    case: Case
+    request: GenerationRequest
+    key: str
+    reference: Reference | None
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A sheet the backend has just drawn, not yet stored or measured (``store_sheet``)."""
+
+    item: _Pending
+    generated: Generated
+    seconds: float
+    batch: int  # sheets drawn in the same backend call
+    # The sheet's PNG and pixel facts when another process made them (``measured_apart``).
+    measured: Measured | None = None
+
+    @property
+    def case(self) -> Case:
+        return self.item.case
+
+
+def generate_sheet(spec: RunSpec, case: Case) -> Sheet:
+    """The sheet for this case: the stored one when its inputs are unchanged, else a new one."""
+    result = generate_sheets(spec, [case])[0]
+    if isinstance(result, ItemError):
+        raise result
+    return result
+
+
+def generate_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | ItemError]:
+    """Sheets for several cases of one run, in order, drawn and stored here."""
+    return [store_sheet(spec, r) if isinstance(r, Drawn) else r for r in draw_sheets(spec, cases)]
+
+
+def draw_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | Drawn | ItemError]:
+    """The backend's part of several cases of one run, in order: a stored sheet where its
+    inputs are unchanged, else a drawing (those to draw go to the backend in one
+    ``generate_batch`` call when it has one). A failure is that item's ItemError.
+
+    Storing and measuring a drawing (``store_sheet``) is left to the caller, so that a
+    pipeline can do it beside the next drawing instead of between two."""
+    results: list[Sheet | Drawn | ItemError | None] = [None] * len(cases)
+    pending: list[_Pending] = []
+    for index, case in enumerate(cases):
+        try:
+            found = _looked_up(spec, case, index)
+        except ItemError as exc:
+            results[index] = exc
+            continue
+        if isinstance(found, Sheet):
+            results[index] = found
+        else:
+            pending.append(found)
+    for item, outcome, seconds in _draw(spec, pending):
+        results[item.index] = (outcome if isinstance(outcome, ItemError)
+                               else Drawn(item, outcome, seconds, len(pending)))
+    return [r for r in results if r is not None]
+
+
+def stored_sheet(spec: RunSpec, case: Case) -> Sheet | None:
+    """The case's stored sheet when its inputs are unchanged; None when it must be drawn,
+    or cannot be (drawing it then says why)."""
+    try:
+        found = _looked_up(spec, case, 0)
+    except ItemError:
+        return None
+    return found if isinstance(found, Sheet) else None
+
+
+def _looked_up(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
+    """The stored sheet, else what drawing the case needs; raises ItemError."""
+    reference = reference_for(spec, case)
+    request = generation_request(spec, case, reference)
+    key = image_key(spec, request, reference)
+    stored = None if spec.regenerate else find_stored_sheet(spec.paths, case.id, key)
+    if stored is None:
+        return _Pending(index, case, request, key, reference)
+    return Sheet(None, stored.sha256, stored.record, False, reference, stored=stored)
+
+
+def planned_calls(spec: RunSpec, cases: Sequence[Case]) -> list[tuple[str, dict[str, Any]]]:
+    """The backend calls ``draw_sheets`` will make for these cases if the store does not
+    change meanwhile, as (method, keyword arguments): a backend drawing in a process of its
+    own is sent them ahead (``draw_ahead``), so that it starts each one as soon as it
+    finishes the one before. Cases that fail their lookup make no call."""
+    pending: list[_Pending] = []
+    for index, case in enumerate(cases):
+        try:
+            found = _looked_up(spec, case, index)
+        except ItemError:
+            continue
+        if not isinstance(found, Sheet):
+            pending.append(found)
+    if _batched(spec, pending):
+        return [("generate_batch", {"requests": [p.request for p in pending]})]
+    return [("generate", {"request": p.request}) for p in pending]
+
+
+def _batched(spec: RunSpec, pending: Sequence[_Pending]) -> bool:
+    return len(pending) > 1 and callable(getattr(spec.model, "generate_batch", None))
+
+
+def _draw(spec: RunSpec, pending: Sequence[_Pending]
+          ) -> list[tuple[_Pending, Generated | ItemError, float]]:
+    """Call the backend: one batch when it batches, else one request per sheet (the calls
+    ``planned_calls`` names)."""
+    if _batched(spec, pending):
+        batch = spec.model.generate_batch  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        try:
+            outputs = list(batch(requests=[p.request for p in pending]))
+            if len(outputs) != len(pending):
+                raise ModelError(f"the backend returned {len(outputs)} images for "
+                                 f"{len(pending)} requests")
+        except Exception as exc:
+            seconds = time.perf_counter() - started
+            return [(p, _model_failure(spec, p.case, exc), seconds) for p in pending]
+        share = (time.perf_counter() - started) / len(pending)
+        return [(p, out, share) for p, out in zip(pending, outputs, strict=True)]
+    drawn: list[tuple[_Pending, Generated | ItemError, float]] = []
+    for p in pending:
+        started = time.perf_counter()
+        try:
+            drawn.append((p, spec.model.generate(request=p.request),
+                          time.perf_counter() - started))
+        except Exception as exc:
+            drawn.append((p, _model_failure(spec, p.case, exc), time.perf_counter() - started))
+    return drawn
+
+
+def _model_failure(spec: RunSpec, case: Case, exc: BaseException) -> ItemError:
+    error = ItemError(f"model {spec.model.name} failed on {case.id}: {_describe(exc)}")
+    error.__cause__ = exc
+    return error
+
+
+@dataclass(frozen=True)
+class Measured:
+    data: bytes | None  # the RGB PNG, None when the backend delivered one
+    metrics: SheetMetrics | None  # None when not measured there (stored facts, dense grids)
+
+
+def needs_measuring(spec: RunSpec, drawn: Drawn) -> tuple[bool, bool]:
+    """What ``store_sheet`` would do to the pixels: encode them, measure them."""
+    generated = drawn.generated
+    return (not rgb_png(generated.data),
+            spec.grid == SHEET and not _current(generated.facts))
+
+
+def measured_apart(image: Image.Image, encode: bool, measure: bool) -> Measured:
+    """The PNG and the pixel facts ``store_sheet`` would make, made in a measuring process
+    (the pipeline's, beside a backend drawing in its own process); byte for byte the same."""
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    return Measured(encode_png(rgb) if encode else None, _analyze(rgb) if measure else None)
+
+
+def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
+    """Measure and store a drawn sheet (its file, then its record); raises ItemError when it
+    cannot be written."""
+    item, generated = drawn.item, drawn.generated
+    case, request = item.case, item.request
+    image = _pixels(spec, drawn)
+    record: dict[str, Any] = {
+        "format": IMAGE_RECORD_FORMAT, "input_key": item.key, "model": spec.model.name,
+        "model_config": dict(spec.model.config()), "case_id": case.id,
+        "prompt_sha256": case.prompt_hash, "setting": spec.setting, "size": spec.size,
+        "seed": request.seed, "seconds": round(drawn.seconds, 6), "date": now(),
+        "width": image.width, "height": image.height, "details": dict(generated.details),
+        "plugin_version": __version__,
+    }
+    if request.text != case.prompt:
+        record["prompt"] = request.text
+    if drawn.batch > 1:
+        record["batch"] = drawn.batch
+    metrics = None
+    if spec.grid != SHEET:
+        record["grid"] = list(spec.grid)
+    elif _current(generated.facts):  # layout facts are about 2x2 sheets
+        record["pixel_metrics"] = dict(generated.facts or {})
+    else:
+        apart = drawn.measured.metrics if drawn.measured is not None else None
+        metrics = apart if apart is not None else _analyze(image)
+        record["pixel_metrics"] = _facts(metrics)
+    if item.reference is not None:
+        record["reference"] = {"sha256": item.reference.sha256,
+                               "source": item.reference.source}
+    data = generated.data if rgb_png(generated.data) else None
+    if data is None and drawn.measured is not None:
+        data = drawn.measured.data
+    try:
+        digest = store_image(spec.paths, case.id, image, record, data)
+    except OSError as exc:
+        raise ItemError(f"cannot store the sheet of {case.id} in "
+                        f"{spec.paths.image(case.id).parent}: {exc}") from exc
+    record["image_sha256"] = digest
+    return Sheet(image, digest, record, True, item.reference, metrics=metrics)
+
+
+def _pixels(spec: RunSpec, drawn: Drawn) -> Image.Image:
+    """The drawn sheet as RGB, decoded here if storing it needs its pixels; raises ItemError
+    naming its file when they cannot be decoded. A file's chunks can all check out while
+    its image data is short or garbled: that shows only when the pixels are read."""
+    generated = drawn.generated
+    encode, measure = needs_measuring(spec, drawn)
+    apart = drawn.measured
+    if generated.image.mode == "RGB" \
+            and not (encode and (apart is None or apart.data is None)) \
+            and not (measure and (apart is None or apart.metrics is None)):
+        return generated.image
+    try:
+        generated.image.load()
+        return generated.image if generated.image.mode == "RGB" \
+            else generated.image.convert("RGB")
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        source = generated.details.get("source")
+        what = f"the file {source}" if source else f"the sheet {spec.model.name} returned"
+        raise ItemError(f"cannot decode {what} for {drawn.case.id}: its image data is "
+                        f"broken ({exc})") from exc
+
+
+def obtain_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> tuple[Judgment, bool]:
+    """The sheet's judgment; with repeats, each repeat stored on its own, then combined."""
+    results = [_one_judgment(spec, case, sheet, r) for r in range(spec.repeats)]
+    return combine([j for j, _ in results]), any(new for _, new in results)
+
+
+def stored_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> Judgment | None:
+    """The sheet's judgment from stored repeats alone; None when one is missing, stale or
+    damaged (or ``--imagetime-rejudge``): then the judge must be called."""
+    found = []
+    for repeat in range(spec.repeats):
+        judgment = _stored_repeat(spec, case, sheet, repeat)[2]
+        if judgment is None:
+            return None
+        found.append(judgment)
+    return combine(found)
+
+
+def _stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+                   ) -> tuple[str, str, Judgment | None]:
+    """One repeat's input key, the name it is stored under, and its stored judgment."""
+    key = judgment_key(spec, case, sheet.sha256, sheet.reference)
+    stored_as = case.id if repeat == 0 else f"{case.id}@r{repeat + 1}"
+    if repeat:
+        key = input_key({"judgment": key, "repeat": repeat})
+    if not spec.rejudge:
+        stored = load_stored_judgment(spec.paths, stored_as, key)
+        if stored is None and sheet.reference is None:
+            stored = priced_record(spec, stored_as, key, repeat)
+        if stored is not None:
+            return key, stored_as, _trusted_judgment(spec, case, stored_as, stored)
+    return key, stored_as, None
+
+
+def priced_record(spec: RunSpec, stored_as: str, key: str, repeat: int, write: bool = True
+                  ) -> dict[str, Any] | None:
+    """A judgment stored while the price was part of its key, whose inputs are otherwise
+    this key's: taken, and (``write``) stored again under this key, once, so a new price
+    table never pays for it again."""
+    record = read_json(spec.paths.judgment(stored_as))
+    config = record.get("judge_config") if isinstance(record, dict) else None
+    if not isinstance(config, dict) or not PRICE_KEYS & config.keys():
+        return None
+    assert isinstance(record, dict)
+    unpriced = input_key({
+        "judge": {k: v for k, v in config.items() if k not in PRICE_KEYS},
+        "image_sha256": record.get("image_sha256"),
+        "case_spec_sha256": record.get("case_spec_sha256"), "setting": record.get("setting"),
+        "rubric_version": record.get("rubric_version")})
+    if repeat:
+        unpriced = input_key({"judgment": unpriced, "repeat": repeat})
+    if unpriced != key:
+        return None
+    record["input_key"] = key
+    judgment = record.get("judgment")
+    if config.get("price_usd_per_mtok") is None and isinstance(judgment, dict) \
+            and judgment.get("tokens_in"):
+        judgment["cost_usd"] = None  # stored as 0 when its price was unknown: unknown it is
+    if write:
+        with contextlib.suppress(OSError):  # taken this time all the same; looked at again
+            store_judgment(spec.paths, stored_as, record)
+    return record
+
+
+class StoredDataWarning(UserWarning):
+    """A stored file that parsed but cannot be trusted; it is made again."""
+
+
+_warned: set[Path] = set()
+_warned_lock = threading.Lock()
+
+
+def _trusted_judgment(spec: RunSpec, case: Case, stored_as: str,
+                      stored: Mapping[str, Any]) -> Judgment | None:
+    """The stored judgment when it passes the checks a new one passes; else None (it is
+    judged again) with a warning, once per file and process."""
+    try:
+        judgment = Judgment.from_json(stored["judgment"])
+        validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
+        _check_numbers(judgment)
+    except (KeyError, TypeError, ValueError, AttributeError, JudgeError) as exc:
+        path = spec.paths.judgment(stored_as)
+        with _warned_lock:
+            first = path not in _warned
+            _warned.add(path)
+        if first:
+            warnings.warn(StoredDataWarning(
+                f"the stored judgment {path} cannot be trusted ({_describe(exc)}): judging "
+                f"{case.id} again"), stacklevel=2)
+        return None
+    return judgment
+
+
+def _check_numbers(judgment: Judgment) -> None:
+    """Raise ValueError when a number the reports add up is not one."""
+    for name in ("latency_s", "tokens_in", "tokens_out", "cost_usd"):
+        value = getattr(judgment, name)
+        if name == "cost_usd" and value is None:
+            continue  # an unknown price
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{name}={value!r} is not a number")
+    if not all(isinstance(label, str) for label in judgment.labels):
+        raise ValueError(f"labels {list(judgment.labels)!r} are not all text")
+
+
+def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+                  ) -> tuple[Judgment, bool]:
+    key, stored_as, stored = _stored_repeat(spec, case, sheet, repeat)
+    if stored is not None:
+        return stored, False
+    image_sha256, reference = sheet.sha256, sheet.reference
+    to_judge = SheetToJudge(case=case, setting=spec.setting, image=sheet.image,
+                            path=spec.paths.image(case.id), image_sha256=image_sha256,
+                            reference=None if reference is None else reference.image,
+                            metrics=sheet.metrics)
+    try:
+        judgment = spec.judge.judge(sheet=to_judge)
+        validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
+    except Exception as exc:
+        raise ItemError(f"judge {spec.judge.name} failed on {case.id}: {_describe(exc)}") from exc
+    store_judgment(spec.paths, stored_as, {
+        "format": JUDGMENT_RECORD_FORMAT, "input_key": key, "case_id": case.id,
+        "judge_config": dict(spec.judge.config()), "image_sha256": image_sha256,
+        "case_spec_sha256": case.spec_hash, "setting": spec.setting,
+        "rubric_version": RUBRIC_VERSION, "plugin_version": __version__,
+        "judgment": judgment.to_json(),
+    })
+    return judgment, True
+
+
+def _analyze(image: Image.Image) -> SheetMetrics:
+    # Imported at the first sheet measured: a run that only collects never loads numpy.
+    from ..sheet.metrics import analyze
+
+    return analyze(image)
+
+
+def _facts(measured: SheetMetrics) -> dict[str, Any]:
+    """The layout facts measured on every sheet, whatever the judge; kept in its record."""
+    return {"version": METRICS_VERSION,
+            "implied_labels": list(measured.implied_labels()), "values": measured.to_json()}
+
+
+def _current(facts: object) -> bool:
+    """Whether stored pixel facts are this version's (others are measured again)."""
+    return (isinstance(facts, Mapping) and facts.get("version") == METRICS_VERSION
+            and isinstance(facts.get("implied_labels"), list)
+            and isinstance(facts.get("values"), dict))
+
+
+def pixel_labels(sheet: Sheet) -> tuple[str, ...]:
+    """Failure labels the pixels alone justify; measured again if the stored facts are stale."""
+    if sheet.metrics is not None:
+        return sheet.metrics.implied_labels()
+    facts = sheet.record.get("pixel_metrics")
+    if not _current(facts):
+        sheet.metrics = _analyze(sheet.image)
+        return sheet.metrics.implied_labels()
+    assert isinstance(facts, Mapping)
+    return tuple(str(label) for label in facts["implied_labels"])
+
+
+def judge_sheet(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet) -> ItemOutcome:
+    """Judge (or reuse the judgment), apply the caps, and score; raises ItemError."""
+    judgment, judged = obtain_judgment(spec, case, sheet)
+    return scored_outcome(spec, case, base, sheet, judgment, judged)
+
+
+def stored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet
+                   ) -> ItemOutcome | None:
+    """The outcome from stored judgments alone, without calling the judge; None when the
+    judge must be called (``stored_judgment``)."""
+    judgment = stored_judgment(spec, case, sheet)
+    return None if judgment is None else scored_outcome(spec, case, base, sheet, judgment,
+                                                          False)
+
+
+def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
+                   judgment: Judgment, judged: bool) -> ItemOutcome:
+    """Caps applied to the judgment, scores and the item's record."""
+    labels = tuple(sorted(set(judgment.labels) | set(pixel_labels(sheet))
+                          | set(layout_labels(judgment.layout, spec.setting))))
+    capped, caps = apply_caps(judgment.scores, labels, case_scopes(case, spec.setting))
+    scores = score_item(capped)
+    failed_predicates = tuple(v.id for v in judgment.predicates if v.value is not True)
+    observed = tuple(v.id for v in judgment.forbidden if v.value is not False)
+    record = replace(
+        base, judge_model=judgment.judge_model, scores=capped,
+        confidence={d: judgment.confidence.get(d) for d in C_DIMS}, c_mean=scores.c_mean,
+        d_mean=scores.d_mean, overall=scores.overall, tree=dict(scores.tree),
+        gate_pass=scores.gate_pass, labels=labels, caps=tuple(c.describe() for c in caps),
+        predicates_failed=failed_predicates if judgment.evaluates_predicates else (),
+        forbidden_observed=observed if judgment.evaluates_predicates else (),
+        predicates_checked=judgment.evaluates_predicates,
+        image=str(spec.paths.image(case.id)), judgment=str(spec.paths.judgment(case.id)),
+        cost_usd=judgment.cost_usd, generation_cost_usd=_generation_cost(sheet.record),
+        tokens_in=judgment.tokens_in, tokens_cached=judgment.tokens_cached,
+        generation_s=sheet.record.get("seconds"),
+        judge_s=judgment.latency_s, generated=sheet.generated, judged=judged,
+    )
+    return ItemOutcome(record, judgment, caps, scores)
+
+
+def _generation_cost(record: Mapping[str, Any]) -> float | None:
+    """The cost the image backend reported for this sheet (hosted backends), else None."""
+    details = record.get("details")
+    cost = details.get("cost_usd") if isinstance(details, Mapping) else None
+    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+
+
+def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:
+    """Everything an item does before its assertions; raises ItemError on infrastructure failure."""
+    return judge_sheet(spec, case, base, generate_sheet(spec, case))

@@ -1,0 +1,203 @@
+"""The ``imagetime probe-order`` and ``imagetime judges-agree`` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ...cases.loading import Case, CaseFileError, builtin_cases_dir, case_files, load_case_file
+from ...judges.base import JudgeOptions
+from ...store.run_dir import atomic_write_json
+
+DEFAULT_OUT = "order-probe.json"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give an integer of 1 or more")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a non-negative integer")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds, a number above 0")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 0.5:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a fraction from 0 to 0.5")
+    return value
+
+
+def load_cases(paths: list[str] | None) -> dict[str, Case]:
+    """Cases by id from files or folders (default: the packaged cases); CaseFileError when a
+    file has errors."""
+    roots = [Path(p) for p in paths] if paths else [builtin_cases_dir()]
+    missing = [str(p) for p in roots if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"no such file or directory: {', '.join(missing)}")
+    return {c.id: c for f in case_files(roots) for c in load_case_file(f)}
+
+
+# Where the order probe's endpoint settings are, for a failing endpoint's message.
+PROBE_HINTS = {"base_url_option": "--base-url", "key_option": "--key-env",
+               "model_option": "--judge-model", "timeout_option": "--timeout",
+               "params_option": "the probe's parameters"}
+
+
+def _fail(command: str, message: object) -> int:
+    print(f"imagetime {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def probe_order(args: argparse.Namespace) -> int:
+    from ...backends.openai_client import safe_url
+    from .ask import JsonAsker
+    from .order import ProbeSettings, load_run, model_dirs, probe_runs
+    from .order_report import build_report, report_lines, validate_report
+
+    try:
+        cases = load_cases(args.cases)
+    except (FileNotFoundError, CaseFileError) as exc:
+        return _fail("probe-order", exc)
+    dirs = model_dirs(Path(p) for p in args.runs)
+    if not dirs:
+        return _fail("probe-order", f"no stored sheets (an images/ folder) under "
+                                    f"{', '.join(args.runs)}")
+    runs = [load_run(d, cases, args.sample, args.seed) for d in dirs]
+    key_env = None if args.key_env.lower() == "none" else args.key_env
+    options = JudgeOptions(model=args.judge_model, base_url=args.base_url, key_env=key_env,
+                           concurrency=args.concurrency, timeout_s=args.timeout,
+                           retries=args.retries, reasks=args.reasks)
+    settings = ProbeSettings(judge_model=args.judge_model, seed=args.seed,
+                             cover_corner=args.cover_corner, concurrency=args.concurrency)
+    made: list[JsonAsker] = []
+
+    def asker() -> JsonAsker:
+        made.append(JsonAsker(options, who="the order probe",
+                              key_hint="--key-env NAME for another variable, 'none' for a "
+                                       "server without keys", hints=PROBE_HINTS))
+        return made[-1]
+
+    try:
+        outcomes = probe_runs(runs, settings, asker)
+    except (ValueError, ImportError) as exc:
+        return _fail("probe-order", exc)
+    base_url = made[0].base_url if made else safe_url(args.base_url)
+    price = made[0].price if made else None
+    report = build_report(runs, outcomes, settings,
+                          {"model": args.judge_model, "base_url": base_url,
+                           "price_usd_per_mtok": price.per_mtok() if price else None},
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          sample=args.sample)
+    validate_report(report)
+    out = Path(args.out)
+    atomic_write_json(out, report)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for line in report_lines(report):
+            print(line)
+        print(f"report: {out}")
+    return 1 if report["judge_fitness"]["status"] == "unfit" else 0
+
+
+def judges_agree(args: argparse.Namespace) -> int:
+    from .agreement import agreement_lines
+    from .agreement import judges_agree as compare
+
+    try:
+        cases = load_cases(args.cases)
+    except (FileNotFoundError, CaseFileError) as exc:
+        return _fail("judges-agree", exc)
+    run = Path(args.run)
+    if (run / "judgments").is_dir():  # a judge's run directory: its model directory holds both
+        run = run.parent
+    result: dict[str, Any] = compare(run, args.a, args.b, cases)
+    if not result["overall"]["sheets"]:
+        return _fail("judges-agree", f"no sheet of {run} was judged by both {args.a} and "
+                                     f"{args.b} (looked in {run}/<judge>/judgments)")
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        for line in agreement_lines(result):
+            print(line)
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Register both subcommands on the ``imagetime`` parser's subparsers."""
+    defaults = JudgeOptions()
+    probe = sub.add_parser("probe-order", help="Ask a judge to order the panels of stored "
+                           "sheets (pairs both ways, four shuffled): judge fitness and "
+                           "temporal evidence per model (docs/order-probe.md).")
+    probe.add_argument("runs", nargs="+", help="Model run directories holding images/ (e.g. "
+                       "reports/procedural), or output directories of several.")
+    probe.add_argument("--cases", action="append", help="Case files or folders, for domains "
+                       "and actions (default: the packaged cases); repeatable.")
+    probe.add_argument("--judge-model", default=defaults.model,
+                       help=f"Model to ask (default: {defaults.model}).")
+    probe.add_argument("--base-url", help="OpenAI-compatible base URL (default: "
+                       "$OPENAI_BASE_URL, else OpenAI).")
+    probe.add_argument("--key-env", default=defaults.key_env or "none",
+                       help=f"Environment variable holding the API key (default: "
+                       f"{defaults.key_env}); 'none' for a server without keys.")
+    probe.add_argument("--concurrency", type=_positive, default=defaults.concurrency,
+                       help=f"Requests in flight at once (default: {defaults.concurrency}).")
+    probe.add_argument("--timeout", type=_seconds, default=defaults.timeout_s,
+                       help=f"Seconds one request may take (default: {defaults.timeout_s:g}).")
+    probe.add_argument("--retries", type=_non_negative, default=defaults.retries,
+                       help=f"Transport retries of one request (429, 5xx, timeouts, resets; "
+                       f"default: {defaults.retries}).")
+    probe.add_argument("--reasks", type=_non_negative, default=defaults.reasks,
+                       help=f"Requests again after an unusable answer (default: "
+                       f"{defaults.reasks}); then the probe is an error.")
+    probe.add_argument("--seed", type=_non_negative, default=0,
+                       help="Seed of the shuffled grids and of --sample (default: 0).")
+    probe.add_argument("--sample", type=_positive,
+                       help="Probe a seeded sample of N sheets per run (default: all).")
+    probe.add_argument("--cover-corner", type=_fraction, default=0.0,
+                       help="Cover this fraction of each panel's top-left corner, where stage "
+                       "labels are drawn (default: 0, nothing covered).")
+    probe.add_argument("--json", action="store_true", help="Print the JSON report.")
+    probe.add_argument("-o", "--out", default=DEFAULT_OUT,
+                       help=f"JSON report to write (default: {DEFAULT_OUT}).")
+    probe.set_defaults(func=probe_order, writes=("out", "file"))
+    agree = sub.add_parser("judges-agree", help="Agreement of two judges' stored judgments "
+                           "of the same sheets: verdicts, and C0/D8/D9/D13 "
+                           "(docs/question-chain.md).")
+    agree.add_argument("run", help="Model run directory holding both judges' folders "
+                       "(e.g. reports/procedural).")
+    agree.add_argument("--a", default="vlm", help="First judge (default: vlm).")
+    agree.add_argument("--b", default="vlm-chain", help="Second judge (default: vlm-chain).")
+    agree.add_argument("--cases", action="append", help="Case files or folders, for domains "
+                       "(default: the packaged cases); repeatable.")
+    agree.add_argument("--json", action="store_true", help="Print JSON.")
+    agree.set_defaults(func=judges_agree)
