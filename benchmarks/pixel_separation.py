@@ -30,7 +30,7 @@ import numpy as np
 import PIL
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case, Predicate, Setup
+from pytest_imagetime.cases.model import Case, Predicate, Setup
 from pytest_imagetime.judges.base import SheetToJudge
 from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.rubric.facts import Applicability

@@ -13,7 +13,7 @@ import pytest
 import pytest_imagetime.plugin.session
 import pytest_imagetime.sheet.metrics
 import pytest_imagetime.tempviz.session  # noqa: F401
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from tests.builders import make_case
 
 # Parsed case files are kept in a folder of this test session (and of the pytest processes its

@@ -22,7 +22,8 @@ from pytest_imagetime.backends.prices import (
     shipped_table,
     sum_costs,
 )
-from pytest_imagetime.cases.loading import Case, builtin_cases_dir, load_case_file
+from pytest_imagetime.cases.loading import builtin_cases_dir, load_case_file
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.judges.base import JudgeOptions, SheetToJudge
 from pytest_imagetime.judges.prompt import SchemaKey, schema_key
 from pytest_imagetime.judges.vlm import VlmJudge

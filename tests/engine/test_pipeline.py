@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.engine.item_error import ItemError
 from pytest_imagetime.engine.pipeline import CostBudget, Job, Pipeline
 from pytest_imagetime.engine.record import ItemRecord

@@ -16,12 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_imagetime.cases.loading import (
-    Case,
     builtin_cases_dir,
     case_files,
     inspect_case_file,
     load_case_file,
 )
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.judges.prompt import (
     PROCESS_CONDITIONS,
     PROCESS_LISTS,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.judges.base import Judge, SheetToJudge
 from pytest_imagetime.judges.pixel import JUDGE_MODEL, SCORED_DIMS, PixelJudge
 from pytest_imagetime.models.base import GenerationRequest

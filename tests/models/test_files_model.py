@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.engine import runner
 from pytest_imagetime.engine.item_error import ItemError
 from pytest_imagetime.engine.record import ItemRecord

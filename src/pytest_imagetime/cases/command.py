@@ -11,7 +11,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from .loading import CaseFileError, builtin_cases_dir, case_files, load_case_file
+from .loading import builtin_cases_dir, case_files, load_case_file
+from .model import CaseFileError
 
 
 def _packaged(names: list[str]) -> list[Path]:

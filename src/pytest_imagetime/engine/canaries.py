@@ -11,7 +11,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from ..cases.loading import Case, builtin_cases_dir, case_files, load_case_file
+from ..cases.loading import builtin_cases_dir, case_files, load_case_file
+from ..cases.model import Case
 from ..judges.base import Judge, SheetToJudge
 from ..models.base import GenerationRequest
 from ..models.procedural import ProceduralModel

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends.prices import Price
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..judges.prompt import case_text, response_schema, system_prompt
 from ..store.run_dir import find_stored_sheet, load_stored_judgment, with_setting
 from .run_spec import RunSpec

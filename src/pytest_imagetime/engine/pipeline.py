@@ -35,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from .item_error import ItemError
 from .record import ItemRecord
 from .run_spec import RunSpec

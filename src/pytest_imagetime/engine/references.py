@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..models.base import GenerationRequest, ImageModel
 from ..sheet.prompts import reference_prompt
 from ..store.file_lock import exclusive

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..judges.base import SheetToJudge
 from ..models.base import (
     Generated,

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.openai_client import server_message
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..engine.item_error import ItemError
 from ..engine.run_spec import RunSpec
 from ..engine.runner import Sheet, _stored_repeat, stored_sheet

@@ -19,14 +19,8 @@ import pytest
 
 from ..backends.registry import JUDGES, MODELS, UnknownBackend
 from ..cases.inventory import slug
-from ..cases.loading import (
-    Case,
-    CaseFileError,
-    Problem,
-    builtin_cases_dir,
-    load_case_file,
-    looks_like_case_file,
-)
+from ..cases.loading import builtin_cases_dir, load_case_file, looks_like_case_file
+from ..cases.model import Case, CaseFileError, Problem
 from ..engine.item_error import ItemError
 from ..engine.run_spec import RunSpec
 from ..models.own_process import OwnProcessModel, factory_of, may_draw_in_own_process

@@ -28,7 +28,8 @@ from urllib.parse import quote
 
 from PIL import Image
 
-from ..cases.loading import Case, CaseFileError, builtin_cases_dir, load_case_file
+from ..cases.loading import builtin_cases_dir, load_case_file
+from ..cases.model import Case, CaseFileError
 from ..rubric.facts import (
     ALL_DIMS,
     C_DIMS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..engine.runner import ItemOutcome
 from .facts import GATE_C0_MIN, LEVEL_KEYS
 

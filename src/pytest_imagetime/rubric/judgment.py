@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from .facts import ALL_DIMS, C_DIMS, FAILURE_LABELS, SCORE_MAX, SCORE_MIN, Setting, nullable_dims
 
 JSON = Any  # values that json.dumps accepts

@@ -20,7 +20,7 @@ from PIL import Image
 from .loading import BaselineError, batches
 
 if TYPE_CHECKING:
-    from ...cases.loading import Case
+    from ...cases.model import Case
     from .items import ImageItem
 
 COLUMNS = {"clipscore": ("model", "case_id", "score", "cosine"),

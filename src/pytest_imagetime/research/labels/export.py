@@ -20,7 +20,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from ...cases.loading import Case, Predicate
+from ...cases.model import Case, Predicate
 from ...rubric.facts import C_DIMS, DIM_FOCUS, SCORE_MAX, SCORE_MIN, Setting, nullable_dims
 from .columns import NOT_ASKED, PREDICATE_ANSWERS, SHEET_ANSWERS, wide_columns, write_csv
 from .runs import RunError, RunItem

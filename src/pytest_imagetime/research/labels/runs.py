@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import Case, CaseFileError, case_files, load_case_file
+from ...cases.loading import case_files, load_case_file
+from ...cases.model import Case, CaseFileError
 from ...store.run_dir import read_json, with_setting
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import Case
+from ...cases.model import Case
 from ...rubric.judgment import Judgment
 from ...store.run_dir import dir_slug, read_json
 from ..agreement.stats import accuracy, cohen_kappa, mae, spearman

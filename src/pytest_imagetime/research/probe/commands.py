@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import Case, CaseFileError, builtin_cases_dir, case_files, load_case_file
+from ...cases.loading import builtin_cases_dir, case_files, load_case_file
+from ...cases.model import Case, CaseFileError
 from ...judges.base import JudgeOptions
 from ...store.run_dir import atomic_write_json
 

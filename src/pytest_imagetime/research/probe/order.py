@@ -22,7 +22,7 @@ from typing import Any
 from PIL import Image
 
 from ... import __version__
-from ...cases.loading import Case
+from ...cases.model import Case
 from ...judges.vlm import image_data_url
 from ...rubric.judgment import JudgeError
 from ...store.run_dir import atomic_write_json, input_key, read_json, sha256_bytes, with_setting
