@@ -317,7 +317,7 @@ def test_the_dry_run_of_an_offline_judge_costs_nothing(pytester: pytest.Pytester
 
 def test_judgments_stored_with_the_price_in_their_key_are_kept(pytester: pytest.Pytester,
                                                                judge_env: ChatServer) -> None:
-    from pytest_imagetime.store.run_dir import input_key
+    from pytest_imagetime.store.keys import input_key
 
     _cases(pytester)
     args = ["k.yaml", "--imagetime-model=procedural", "--imagetime-size=128"]

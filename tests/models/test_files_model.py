@@ -26,7 +26,7 @@ from pytest_imagetime.models.files import FilesModel
 from pytest_imagetime.models.procedural import ProceduralModel
 from pytest_imagetime.sheet import metrics
 from pytest_imagetime.sheet.metrics import METRICS_VERSION
-from pytest_imagetime.store.run_dir import RunPaths
+from pytest_imagetime.store.paths import RunPaths
 from tests.builders import make_case
 
 

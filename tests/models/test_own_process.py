@@ -401,7 +401,7 @@ def test_the_planned_calls_are_the_calls_draw_sheets_makes(
     )
     from pytest_imagetime.judges.pixel import PixelJudge
     from pytest_imagetime.sheet.prompts import sheet_prompt
-    from pytest_imagetime.store.run_dir import RunPaths
+    from pytest_imagetime.store.paths import RunPaths
 
     model, log = logged_child
     judge = PixelJudge()

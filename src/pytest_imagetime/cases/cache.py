@@ -119,7 +119,7 @@ def store(text: str, kept: Kept) -> None:
         payload = marshal.dumps(kept)
     except ValueError:
         return
-    from ..store.run_dir import atomic_write_bytes  # here: only a miss writes (store imports PIL)
+    from ..store.atomic import atomic_write_bytes  # here: only a miss writes
 
     try:
         atomic_write_bytes(_entry(folder, text), payload)

@@ -20,7 +20,7 @@ from ..rubric.caps import apply_caps, case_scopes, layout_labels
 from ..rubric.facts import Setting
 from ..rubric.judgment import validate_judgment
 from ..scoring.aggregate import score_item
-from ..store.run_dir import encode_png
+from ..store.sheets import encode_png
 
 CANARY_DOMAINS = ("Kitchen", "Constraints")
 CANARY_VARIANTS = ("good", "copied", "shuffled")

@@ -15,7 +15,9 @@ from typing import Any
 from ..backends.prices import Price
 from ..cases.model import Case
 from ..judges.prompt import case_text, response_schema, system_prompt
-from ..store.run_dir import find_stored_sheet, load_stored_judgment, with_setting
+from ..store.judgments import load_stored_judgment
+from ..store.paths import with_setting
+from ..store.sheets import find_stored_sheet
 from .run_spec import RunSpec
 from .runner import generation_request, image_key, judgment_key, priced_record
 

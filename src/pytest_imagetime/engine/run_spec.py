@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..judges.base import Judge
     from ..models.base import ImageModel
     from ..rubric.facts import Setting
-    from ..store.run_dir import RunPaths
+    from ..store.paths import RunPaths
     from .references import References
 
 

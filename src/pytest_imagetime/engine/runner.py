@@ -33,17 +33,16 @@ from ..rubric.repeats import combine
 from ..scoring.aggregate import ItemScores, score_item
 from ..sheet import METRICS_VERSION, geometry
 from ..sheet.prompts import SHEET, sheet_prompt
-from ..store.run_dir import (
+from ..store.atomic import read_json
+from ..store.judgments import load_stored_judgment, store_judgment
+from ..store.keys import input_key
+from ..store.sheets import (
     StoredSheet,
     decode_png,
     encode_png,
     find_stored_sheet,
-    input_key,
-    load_stored_judgment,
-    read_json,
     rgb_png,
     store_image,
-    store_judgment,
 )
 from .item_error import ItemError
 from .record import ItemRecord

@@ -39,7 +39,7 @@ from ..engine.item_error import ItemError
 from ..engine.run_spec import RunSpec
 from ..engine.runner import Sheet, _stored_repeat, stored_sheet
 from ..rubric.judgment import JudgeError, Judgment
-from ..store.run_dir import atomic_write_text, read_json
+from ..store.atomic import atomic_write_text, read_json
 from .base import SheetToJudge
 from .vlm import InvalidAnswer, VlmJudge, _openai, _short, usage_tokens
 

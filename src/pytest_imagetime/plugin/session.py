@@ -25,7 +25,8 @@ from ..engine.item_error import ItemError
 from ..engine.run_spec import RunSpec
 from ..models.own_process import OwnProcessModel, factory_of, may_draw_in_own_process
 from ..rubric.facts import LEVEL_KEYS, RUBRIC_VERSION
-from ..store.run_dir import RunPaths, read_json, with_setting
+from ..store.atomic import read_json
+from ..store.paths import RunPaths, with_setting
 from ..store.run_lock import FolderClaims
 from .error_summary import ItemErrorLine
 from .error_summary import summary_lines as error_summary_lines
@@ -339,7 +340,8 @@ class ImagetimeSession:
         """Claim each model folder this session writes (``run_lock.py``): a live session
         writing it with other settings is refused here, before any item runs. Then remove
         what killed runs left there half written."""
-        from ..store.run_dir import input_key, remove_abandoned_temporaries
+        from ..store.atomic import remove_abandoned_temporaries
+        from ..store.keys import input_key
         from ..store.run_lock import SettingsConflict
 
         folders: dict[Path, dict[str, Any]] = {}

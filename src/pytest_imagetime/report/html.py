@@ -40,7 +40,8 @@ from ..rubric.facts import (
     PROTOCOL_NODE_LABEL,
 )
 from ..sheet.geometry import STAGE_ORDER, split
-from ..store.run_dir import dir_slug, read_json
+from ..store.atomic import read_json
+from ..store.paths import dir_slug
 from .coverage import coverage_note, coverage_text, is_complete
 
 INDEX = "index.html"

@@ -22,7 +22,7 @@ from ..backends.prices import sum_costs
 from ..engine.record import ItemRecord
 from ..rubric.facts import RUBRIC_VERSION
 from ..scoring.aggregate import Scored, aggregate
-from ..store.run_dir import atomic_write_text
+from ..store.atomic import atomic_write_text
 
 REPORT_FORMAT = "imagetime-report/1"
 ITEM_FIELDS = tuple(f.name for f in fields(ItemRecord))

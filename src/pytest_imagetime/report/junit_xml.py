@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store.run_dir import atomic_write_text
+from ..store.atomic import atomic_write_text
 
 Scalar = str | int | float | bool
 

@@ -28,7 +28,7 @@ from ..judges.base import JudgeOptions
 from ..judges.vlm import InvalidAnswer, usage_tokens
 from ..research.probe.ask import JsonAsker, message_text, short
 from ..rubric.judgment import JudgeError
-from ..store.run_dir import dir_slug
+from ..store.paths import dir_slug
 from .examples import Example, Examples
 from .options import STYLES
 from .prompts import QUESTION_NAMES, QUESTIONS, Prompt

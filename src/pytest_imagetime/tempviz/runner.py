@@ -32,16 +32,10 @@ from ..engine.runner import case_seed, now
 from ..judges.vlm import image_data_url
 from ..models.base import GenerationRequest, ImageModel, ModelError
 from ..rubric.judgment import JudgeError
-from ..store.run_dir import (
-    RunPaths,
-    dir_slug,
-    find_stored_sheet,
-    input_key,
-    load_stored_image,
-    load_stored_judgment,
-    store_image,
-    store_judgment,
-)
+from ..store.judgments import load_stored_judgment, store_judgment
+from ..store.keys import input_key
+from ..store.paths import RunPaths, dir_slug
+from ..store.sheets import find_stored_sheet, load_stored_image, store_image
 from .judge import Answer, Answers, TempvizJudge
 from .prompts import QUESTIONS, Prompt
 from .record import TempvizRecord

@@ -10,7 +10,8 @@ from typing import Any
 
 from ...cases.loading import case_files, load_case_file
 from ...cases.model import Case, CaseFileError
-from ...store.run_dir import read_json, with_setting
+from ...store.atomic import read_json
+from ...store.paths import with_setting
 
 
 class RunError(ValueError):

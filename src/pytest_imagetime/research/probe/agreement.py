@@ -18,7 +18,8 @@ from typing import Any
 
 from ...cases.model import Case
 from ...rubric.judgment import Judgment
-from ...store.run_dir import dir_slug, read_json
+from ...store.atomic import read_json
+from ...store.paths import dir_slug
 from ..agreement.stats import accuracy, cohen_kappa, mae, spearman
 
 DIMS = ("C0", "D8", "D9", "D13")

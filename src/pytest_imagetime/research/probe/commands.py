@@ -12,7 +12,7 @@ from typing import Any
 from ...cases.loading import builtin_cases_dir, case_files, load_case_file
 from ...cases.model import Case, CaseFileError
 from ...judges.base import JudgeOptions
-from ...store.run_dir import atomic_write_json
+from ...store.atomic import atomic_write_json
 
 DEFAULT_OUT = "order-probe.json"
 
