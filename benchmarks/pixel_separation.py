@@ -35,7 +35,7 @@ from pytest_imagetime.judges.base import SheetToJudge
 from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.rubric.facts import Applicability
 from pytest_imagetime.rubric.judgment import Judgment
-from pytest_imagetime.scoring.aggregate import score_item
+from pytest_imagetime.scoring.item import score_item
 from pytest_imagetime.sheet.geometry import compose, gutter_width
 from pytest_imagetime.sheet.metrics import METRICS_VERSION
 

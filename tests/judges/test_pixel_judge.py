@@ -23,7 +23,7 @@ from pytest_imagetime.models.base import GenerationRequest
 from pytest_imagetime.rubric.caps import apply_caps, case_scopes
 from pytest_imagetime.rubric.facts import ALL_DIMS, RUBRIC_VERSION, Setting
 from pytest_imagetime.rubric.judgment import Judgment, validate_judgment
-from pytest_imagetime.scoring.aggregate import score_item
+from pytest_imagetime.scoring.item import score_item
 from pytest_imagetime.sheet.metrics import METRICS_VERSION, analyze
 from tests.builders import make_case
 from tests.sheet.test_sheet_metrics import (

@@ -19,7 +19,7 @@ from ..models.procedural import ProceduralModel
 from ..rubric.caps import apply_caps, case_scopes, layout_labels
 from ..rubric.facts import Setting
 from ..rubric.judgment import validate_judgment
-from ..scoring.aggregate import score_item
+from ..scoring.item import score_item
 from ..store.sheets import encode_png
 
 CANARY_DOMAINS = ("Kitchen", "Constraints")

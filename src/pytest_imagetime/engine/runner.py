@@ -30,7 +30,7 @@ from ..rubric.caps import AppliedCap, apply_caps, case_scopes, layout_labels
 from ..rubric.facts import C_DIMS, RUBRIC_VERSION
 from ..rubric.judgment import JudgeError, Judgment, validate_judgment
 from ..rubric.repeats import combine
-from ..scoring.aggregate import ItemScores, score_item
+from ..scoring.item import ItemScores, score_item
 from ..sheet import METRICS_VERSION, geometry
 from ..sheet.prompts import SHEET, sheet_prompt
 from ..store.atomic import read_json

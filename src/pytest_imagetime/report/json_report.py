@@ -22,6 +22,7 @@ from ..backends.prices import sum_costs
 from ..engine.record import ItemRecord
 from ..rubric.facts import RUBRIC_VERSION
 from ..scoring.aggregate import Scored, aggregate
+from ..scoring.intervals import INTERVAL_METHOD, confidence_intervals, kept_intervals
 from ..store.atomic import atomic_write_text
 
 REPORT_FORMAT = "imagetime-report/1"
@@ -161,8 +162,6 @@ def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
 def report_of_items(manifest: Mapping[str, Any], items: list[dict[str, Any]], created: str,
                     previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``build_report`` from the records' items (``items_of``), which become its items."""
-    from ..gate.compare import INTERVAL_METHOD, confidence_intervals, kept_intervals
-
     env = environment()
     confidence = kept_intervals(previous, items, env["libraries"].get("numpy"))
     return {
