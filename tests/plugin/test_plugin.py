@@ -183,7 +183,7 @@ def test_collecting_imports_neither_the_runner_nor_the_reports(
         import sys
 
         HEAVY = ("pytest_imagetime.engine.runner", "pytest_imagetime.engine.pipeline",
-                 "pytest_imagetime.engine.record", "pytest_imagetime.rubric.conditions",
+                 "pytest_imagetime.engine.record", "pytest_imagetime.engine.conditions",
                  "pytest_imagetime.report.json_report", "pytest_imagetime.report.junit",
                  "pytest_imagetime.gate.compare", "pytest_imagetime.engine.estimate",
                  "PIL", "numpy")

@@ -1107,7 +1107,7 @@ class CaseItem(PlainFailures, pytest.Item):
                 raise ConditionsNotMet(f"{self.case.id}: the dense grid is {width}x{height}, "
                                        f"not square")
             return
-        from ..rubric.conditions import explain, unmet_conditions
+        from ..engine.conditions import explain, unmet_conditions
 
         assert self.outcome is not None
         threshold = self.config.stash[session_key].options.pass_threshold

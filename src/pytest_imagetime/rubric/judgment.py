@@ -1,7 +1,7 @@
 """What a judge returns for one sheet, checked against the rubric and the case.
 
 A judgment that fails these checks is never turned into a score: the caller gets a
-JudgmentError with the reason, and the item becomes an error.
+JudgeError with the reason, and the item becomes an error.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cases.model import Case
-from ..engine.runner import ItemOutcome
-from .facts import GATE_C0_MIN, LEVEL_KEYS
+from ..rubric.facts import GATE_C0_MIN, LEVEL_KEYS
+from .runner import ItemOutcome
 
 
 def unmet_conditions(case: Case, outcome: ItemOutcome, pass_threshold: float) -> list[str]:
