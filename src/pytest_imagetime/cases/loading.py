@@ -115,8 +115,8 @@ def inspect_case_file(path: Path,
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """The cyclic collector off while a file is parsed. The node tree holds no cycles, but
-    its tens of thousands of objects set off collections that walk the whole heap: in a
-    pytest process with its plugins imported, these took about as long as the parse itself."""
+    its tens of thousands of objects set off collections that walk the whole heap of a
+    pytest process with its plugins imported."""
     if not gc.isenabled():
         yield
         return
@@ -204,7 +204,7 @@ def _case_fields(raw: dict[str, Any], default_domain: str | None, shown: str,
                                      line=lines(("cases", index)), case_id=raw["id"],
                                      field="domain")])
     # Names repeated across cases (levels, stages, ids, categories) are interned: one string
-    # each instead of one per case (about 1 MB for the packaged cases); marshal keeps them so.
+    # each instead of one per case; marshal keeps them so.
     setup = raw["setup"]
     return (
         raw["id"],

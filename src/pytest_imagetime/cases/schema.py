@@ -57,7 +57,7 @@ def validator() -> jsonschema.Draft202012Validator:
 
 @functools.cache
 def fast_check() -> Check | None:
-    """A yes/no schema check many times faster than jsonschema; None if the schema uses
+    """A yes/no schema check without jsonschema's generic machinery; None if the schema uses
     something it cannot judge exactly. Only a document it rejects goes to jsonschema."""
     try:
         return compile_check(_inlined_schema())

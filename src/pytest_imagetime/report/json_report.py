@@ -74,7 +74,7 @@ def gpu_description() -> str | None:
 
 
 def item_json(record: ItemRecord) -> dict[str, Any]:
-    # Field by field: dataclasses.asdict deep-copies every value, a third of a report's cost.
+    # Field by field: dataclasses.asdict deep-copies every value, which serialising never needs.
     data: dict[str, Any] = {}
     for name in ITEM_FIELDS:
         value = getattr(record, name)
@@ -187,7 +187,7 @@ def write_report(path: Path, report: Mapping[str, Any]) -> None:
 def report_chunks(report: Mapping[str, Any]) -> Iterator[str]:
     """The report as indented JSON with each item on one line: as readable and diffable as
     a fully indented file, and written by json's C encoder (indenting runs the pure-Python
-    one, which took a quarter of a second for 750 items), one item at a time."""
+    one), one item at a time."""
     items = report.get("items")
     if not isinstance(items, list):
         yield json.dumps(report, indent=1, sort_keys=True) + "\n"

@@ -1,9 +1,9 @@
 """JUnit XML text from test cases, written directly as text.
 
-Both suites' JUnit files (ImageTime's and TempViz's) come through here. A run of 750 items
-carries some 35,000 ``<property>`` elements; building and serialising an ElementTree for them
-took most of a second, the text below takes a few hundredths. The layout is what
-``ElementTree.indent`` gives (two spaces a level), so files read and diff as before.
+Both suites' JUnit files (ImageTime's and TempViz's) come through here. A run carries tens of
+thousands of ``<property>`` elements, so the text is written directly rather than built and
+serialised as an ElementTree. The layout is what ``ElementTree.indent`` gives (two spaces a
+level), so files read and diff as ElementTree's would.
 """
 
 from __future__ import annotations
