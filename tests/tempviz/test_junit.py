@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pytest_imagetime.tempviz.junit import case_output, junit_case, write_junit
 from pytest_imagetime.tempviz.record import TempvizRecord
@@ -12,7 +13,7 @@ from tests.junit_schema import assert_valid_junit
 
 
 def _record(index: str = "0", category: str = "Maps", model: str = "m", status: str = "passed",
-            **values: object) -> TempvizRecord:
+            **values: Any) -> TempvizRecord:
     record = TempvizRecord(key=f"{category}-{index}[{model}]", id=f"{category}-{index}",
                            category=category, index=index, promptcategory="p",
                            difficulty="easy", prompt="a map of a city", model=model,
