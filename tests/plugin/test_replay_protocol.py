@@ -6,8 +6,12 @@ import re
 
 import pytest
 
+from pytest_imagetime.plugin.replay import item_can_replay, session_can_replay
+
 REPLAYING = """
 import pytest
+
+from pytest_imagetime.plugin.replay import item_can_replay, session_can_replay
 from pytest_imagetime.plugin.replay import item_can_replay, replay, session_can_replay
 
 REPLAYED = []
@@ -28,6 +32,8 @@ def pytest_sessionfinish(session):
 
 TESTS = """
 import pytest
+
+from pytest_imagetime.plugin.replay import item_can_replay, session_can_replay
 
 EVENTS = []
 
@@ -109,3 +115,43 @@ def test_maxfail_stops_a_replayed_session(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-s", "--maxfail=1")
     result.assert_outcomes(failed=1)
     assert _replayed(result) == ["test_a"]
+
+
+def test_marks_that_act_in_the_phases_take_the_protocol(pytester: pytest.Pytester,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    items = pytester.getitems("""
+        import pytest
+
+        def test_plain(): pass
+
+        @pytest.mark.skip
+        def test_skip(): pass
+
+        @pytest.mark.skipif(True, reason="x")
+        def test_skipif(): pass
+
+        @pytest.mark.xfail
+        def test_xfail(): pass
+
+        @pytest.mark.parametrize("n", [1])
+        def test_param(n): pass
+    """)
+    monkeypatch.setattr(items[0].session, "_setupstate", object(), raising=False)
+    assert {item.name: item_can_replay(item) for item in items} == {
+        "test_plain": True, "test_skip": False, "test_skipif": False, "test_xfail": False,
+        "test_param[1]": True}
+
+
+def test_without_pytests_setup_state_nothing_replays(pytester: pytest.Pytester,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    item = pytester.getitem("def test_func(): pass")
+    monkeypatch.setattr(item.session, "_setupstate", None, raising=False)
+    assert not item_can_replay(item)
+
+
+@pytest.mark.parametrize(("options", "can"), [((), True), (("--setup-show",), False),
+                                              (("--setup-only",), False),
+                                              (("--setup-plan",), False)])
+def test_setup_options_rule_out_a_replay(pytester: pytest.Pytester, options: tuple[str, ...],
+                                         can: bool) -> None:
+    assert session_can_replay(pytester.parseconfig(*options)) is can
