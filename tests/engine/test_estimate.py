@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_imagetime.backends.prices import Price
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.engine.estimate import (
     CACHE_MIN_TOKENS,
     CACHE_STEP_TOKENS,
@@ -33,7 +33,7 @@ from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.judges.prompt import case_text, response_schema, system_prompt
 from pytest_imagetime.models.procedural import ProceduralModel
 from pytest_imagetime.rubric.judgment import Judgment
-from pytest_imagetime.store.run_dir import RunPaths
+from pytest_imagetime.store.paths import RunPaths
 from tests.builders import make_case
 
 

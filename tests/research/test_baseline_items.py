@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.research.baselines.command import score_items
 from pytest_imagetime.research.baselines.items import (
     ImageItem,

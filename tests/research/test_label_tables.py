@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.research.labels.export import (
     FormItem,
     build_items,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_imagetime.engine.conditions import explain, unmet_conditions
 from pytest_imagetime.engine.record import ItemRecord
 from pytest_imagetime.engine.runner import ItemOutcome
 from pytest_imagetime.rubric.caps import AppliedCap
-from pytest_imagetime.rubric.conditions import explain, unmet_conditions
 from pytest_imagetime.rubric.facts import GATE_C0_MIN, LEVEL_KEYS, RUBRIC_VERSION
 from pytest_imagetime.rubric.judgment import Judgment, Verdict
-from pytest_imagetime.scoring.aggregate import ItemScores
+from pytest_imagetime.scoring.item import ItemScores
 from tests.builders import make_case
 
 CASE = make_case()
