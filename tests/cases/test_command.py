@@ -44,8 +44,6 @@ def test_copy_by_stem_or_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                       f"imagetime lint {target}")
 
 
-@pytest.mark.xfail(strict=True, reason="a file named by its stem and by its name is copied and "
-                   "counted twice: _packaged dedupes the names, not the files")
 def test_a_file_named_twice_is_copied_and_counted_once(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run("copy", str(tmp_path), "kitchen", "kitchen.yaml") == 0
