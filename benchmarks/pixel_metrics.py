@@ -24,7 +24,8 @@ from PIL import Image
 
 from pytest_imagetime.models.base import GenerationRequest
 from pytest_imagetime.models.procedural import VARIANTS, ProceduralModel
-from pytest_imagetime.sheet.metrics import METRICS_VERSION, analyze
+from pytest_imagetime.sheet import METRICS_VERSION
+from pytest_imagetime.sheet.metrics import analyze
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
