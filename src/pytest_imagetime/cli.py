@@ -1,4 +1,7 @@
-"""The ``imagetime`` command, thin over the library: lint cases, show reports."""
+"""The ``imagetime`` command: its parser and the subcommands that lint cases, summarise, merge,
+report and gate stored runs; the case, label, baseline, agreement and probe subcommands are
+registered from the rooms that own them.
+"""
 
 from __future__ import annotations
 
