@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from ..cases.loading import Case, builtin_cases_dir, case_files, load_case_file
+from ..cases.loading import Case, CaseFileError, builtin_cases_dir, case_files, load_case_file
 
 
 def load_cases(paths: list[str] | None) -> dict[str, Case]:
@@ -15,3 +16,12 @@ def load_cases(paths: list[str] | None) -> dict[str, Case]:
     if missing:
         raise FileNotFoundError(f"no such file or directory: {', '.join(missing)}")
     return {c.id: c for f in case_files(roots) for c in load_case_file(f)}
+
+
+def command_cases(command: str, paths: list[str] | None) -> dict[str, Case] | None:
+    """The cases of ``load_cases``, or None once ``imagetime <command>: <why>`` is printed."""
+    try:
+        return load_cases(paths)
+    except (FileNotFoundError, CaseFileError) as exc:
+        print(f"imagetime {command}: {exc}", file=sys.stderr)
+        return None

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import Case, CaseFileError
+from ...cases.loading import Case
 from ...rubric.judgment import Judgment
 from ...store.run_dir import dir_slug, read_json
-from ..cases import load_cases
+from ..cases import command_cases
 from .stats import accuracy, cohen_kappa, finite, mae, spearman
 
 DIMS = ("C0", "D8", "D9", "D13")
@@ -142,23 +142,18 @@ def agreement_lines(result: Mapping[str, Any]) -> list[str]:
 # ---------------------------------------------------------------- the command
 
 
-def _fail(message: object) -> int:
-    print(f"imagetime judges-agree: {message}", file=sys.stderr)
-    return 2
-
-
 def run(args: argparse.Namespace) -> int:
-    try:
-        cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFileError) as exc:
-        return _fail(exc)
+    cases = command_cases("judges-agree", args.cases)
+    if cases is None:
+        return 2
     model_dir = Path(args.run)
     if (model_dir / "judgments").is_dir():  # a judge's run directory: its parent holds both
         model_dir = model_dir.parent
     result = judges_agree(model_dir, args.a, args.b, cases)
     if not result["overall"]["sheets"]:
-        return _fail(f"no sheet of {model_dir} was judged by both {args.a} and {args.b} "
-                     f"(looked in {model_dir}/<judge>/judgments)")
+        print(f"imagetime judges-agree: no sheet of {model_dir} was judged by both {args.a} "
+              f"and {args.b} (looked in {model_dir}/<judge>/judgments)", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(result, indent=1))
     else:

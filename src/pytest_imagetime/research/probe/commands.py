@@ -9,10 +9,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import CaseFileError
 from ...judges.base import JudgeOptions
 from ...store.run_dir import atomic_write_json
-from ..cases import load_cases
+from ..cases import command_cases
 
 DEFAULT_OUT = "order-probe.json"
 
@@ -74,10 +73,9 @@ def probe_order(args: argparse.Namespace) -> int:
     from .order import ProbeSettings, load_run, model_dirs, probe_runs
     from .order_report import build_report, report_lines, validate_report
 
-    try:
-        cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFileError) as exc:
-        return _fail("probe-order", exc)
+    cases = command_cases("probe-order", args.cases)
+    if cases is None:
+        return 2
     dirs = model_dirs(Path(p) for p in args.runs)
     if not dirs:
         return _fail("probe-order", f"no stored sheets (an images/ folder) under "
