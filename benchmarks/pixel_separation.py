@@ -36,8 +36,8 @@ from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.rubric.facts import Applicability
 from pytest_imagetime.rubric.judgment import Judgment
 from pytest_imagetime.scoring.item import score_item
+from pytest_imagetime.sheet import METRICS_VERSION
 from pytest_imagetime.sheet.geometry import compose, gutter_width
-from pytest_imagetime.sheet.metrics import METRICS_VERSION
 
 try:
     from skimage import data as skimage_data

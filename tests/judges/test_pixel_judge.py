@@ -24,9 +24,10 @@ from pytest_imagetime.rubric.caps import apply_caps, case_scopes
 from pytest_imagetime.rubric.facts import ALL_DIMS, RUBRIC_VERSION, Setting, nullable_dims
 from pytest_imagetime.rubric.judgment import Judgment, validate_judgment
 from pytest_imagetime.scoring.item import score_item
-from pytest_imagetime.sheet.metrics import METRICS_VERSION, analyze
+from pytest_imagetime.sheet import METRICS_VERSION
+from pytest_imagetime.sheet.metrics import analyze
 from tests.builders import make_case
-from tests.sheet.test_sheet_metrics import (
+from tests.photo_sheets import (
     PATHS,
     PHOTOS,
     broken_kinds,

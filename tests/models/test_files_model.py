@@ -24,8 +24,7 @@ from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.models.base import GenerationRequest, ModelError
 from pytest_imagetime.models.files import FilesModel
 from pytest_imagetime.models.procedural import ProceduralModel
-from pytest_imagetime.sheet import metrics
-from pytest_imagetime.sheet.metrics import METRICS_VERSION
+from pytest_imagetime.sheet import METRICS_VERSION, metrics
 from pytest_imagetime.store.paths import RunPaths
 from tests.builders import make_case
 

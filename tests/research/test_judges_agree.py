@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_imagetime.research.probe.agreement import (
+from pytest_imagetime.research.agreement.judges import (
     Pair,
     agreement,
     agreement_lines,

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from pytest_imagetime.research.probe.commands import DEFAULT_OUT, add_commands, load_cases
+from pytest_imagetime.research.agreement.judges import add_parser as judges_agree_parser
+from pytest_imagetime.research.cases import load_cases
+from pytest_imagetime.research.probe.commands import DEFAULT_OUT
+from pytest_imagetime.research.probe.commands import add_parser as probe_order_parser
 from pytest_imagetime.rubric.facts import RUBRIC_VERSION
 from pytest_imagetime.rubric.judgment import Judgment
 from tests.builders import case_dict, write_case_file
@@ -19,7 +22,9 @@ from tests.builders import case_dict, write_case_file
 
 def _parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="imagetime")
-    add_commands(parser.add_subparsers(dest="command"))
+    sub = parser.add_subparsers(dest="command")
+    probe_order_parser(sub)
+    judges_agree_parser(sub)
     return parser.parse_args(list(argv))
 
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends.prices import cost_usd
+from ..judges.ask import JsonAsker, message_text, short
 from ..judges.base import JudgeOptions
 from ..judges.vlm import InvalidAnswer, usage_tokens
-from ..research.probe.ask import JsonAsker, message_text, short
 from ..rubric.judgment import JudgeError
 from ..store.paths import dir_slug
 from .examples import Example, Examples

@@ -23,12 +23,12 @@ from PIL import Image
 
 from ... import __version__
 from ...cases.model import Case
+from ...judges.ask import JsonAsker
 from ...judges.vlm import image_data_url
 from ...rubric.judgment import JudgeError
 from ...store.atomic import atomic_write_json, read_json
 from ...store.keys import input_key, sha256_bytes
 from ...store.paths import with_setting
-from .ask import JsonAsker
 from .images import grid_image, pair_image, panels
 from .order_metrics import ranks_from_labels
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from pytest_imagetime.judges.base import JudgeOptions
-from pytest_imagetime.research.probe.ask import (
+from pytest_imagetime.judges.ask import (
     JsonAsker,
     api_key,
     short,
     strict_format,
 )
+from pytest_imagetime.judges.base import JudgeOptions
 from pytest_imagetime.rubric.judgment import JudgeError
 from tests.fake_openai import ChatServer, ServerState, chat_server
 
