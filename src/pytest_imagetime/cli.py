@@ -18,6 +18,7 @@ from .research.agreement.command import add_parser as agree_parser
 from .research.baselines.command import add_parser as baseline_parser
 from .research.labels.command import add_parser as label_parser
 from .research.probe.commands import add_commands as probe_commands
+from .research.tempviz_paper.command import add_parser as tempviz_parser
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -230,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     baseline_parser(sub)
     label_parser(sub)
     probe_commands(sub)
+    tempviz_parser(sub)
     return parser
 
 

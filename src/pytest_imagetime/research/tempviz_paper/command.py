@@ -1,0 +1,264 @@
+"""``imagetime tempviz``: the TempViz paper's evaluation of automatic methods.
+
+``prf`` (Tables 4, 12, 13), ``random`` (the random baseline), ``pbs`` (Table 3) and ``sweep``
+(Figure 4) read a human label table and a method's table; ``judge``, ``vqa-questions`` and
+``vqa-answer`` produce method tables from stored images; ``label-export`` writes the
+labelling form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..agreement.tables import TableError
+from .evaluate import DEFAULT_SEED, DISTRIBUTIONS, OVERALL, THRESHOLDS, Prf
+from .labels import COMBINED, SETTINGS, TARGETS
+
+PBS_TARGETS = ("q2", "q3", COMBINED)  # the columns of Table 3
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _cell(value: float) -> str:
+    return "n/a" if not math.isfinite(value) else f"{value:.1f}"
+
+
+def _prf_lines(title: str, rows: Mapping[str, Prf]) -> list[str]:
+    width = max(len(g) for g in [*rows, "category"])
+    lines = [title, f"{'category'.ljust(width)}      n      P      R     F1"]
+    for group, row in rows.items():
+        lines.append(f"{group.ljust(width)}  {row.n:5d}  {_cell(row.precision):>5}  "
+                     f"{_cell(row.recall):>5}  {_cell(row.f1):>5}")
+    return lines
+
+
+def _prf_json(rows: Mapping[str, Prf]) -> dict[str, Any]:
+    return {g: {k: (_finite(v) if isinstance(v, float) else v) for k, v in r.as_dict().items()}
+            for g, r in rows.items()}
+
+
+def _counts_note(unmatched: int, missing: int) -> list[str]:
+    notes = []
+    if unmatched:
+        notes.append(f"{unmatched} labelled items have no row in the method's table")
+    if missing:
+        notes.append(f"{missing} items left out: an empty label on either side")
+    return notes
+
+
+def _prf(args: argparse.Namespace) -> dict[str, Any]:
+    from .evaluate import prf_by_category
+    from .labels import label, pair_up, read_pair, require_labels, whole_prompt_column
+
+    human, method = read_pair(Path(args.human), Path(args.method))
+    require_labels(human.table, [COMBINED] if args.setting == "paper" else TARGETS)
+    comparisons: list[tuple[str, str, str, str | None]] = []
+    if args.setting == "paper":
+        column = args.column or whole_prompt_column(method.table)
+        method.table.require(column)
+        comparisons.append((f"{COMBINED} vs {column}", COMBINED, column, None))
+    else:
+        for target in TARGETS:
+            comparisons.append((f"{target} vs {target}", target, target, target))
+    result: dict[str, Any] = {"setting": args.setting, "comparisons": {}}
+    for name, target, column, method_label in comparisons:
+        pairs = pair_up(human, method, target, column, method_label)
+        predicted = [bool(label({"v": cell}, "v")) for cell in pairs.method]
+        rows = prf_by_category(pairs.categories, pairs.human, predicted)
+        result["comparisons"][name] = {"rows": rows, "unmatched": pairs.unmatched,
+                                       "missing": pairs.missing}
+    return result
+
+
+def _random(args: argparse.Namespace) -> dict[str, Any]:
+    from .evaluate import prf_by_category, random_predictions
+    from .labels import label, read_keyed, require_labels
+
+    human = read_keyed(Path(args.human))
+    require_labels(human.table, [args.target])
+    known = [(key[-2], v) for key, row in human.rows.items()
+             if (v := label(row, args.target)) is not None]
+    categories = [c for c, _ in known]
+    truth = [v for _, v in known]
+    predicted = random_predictions(categories, truth, args.distribution, args.seed)
+    return {"rows": prf_by_category(categories, truth, predicted),
+            "missing": len(human.rows) - len(known)}
+
+
+def _pbs(args: argparse.Namespace) -> dict[str, Any]:
+    from .labels import pair_up, read_pair, require_labels
+    from .significance import point_biserial_test
+
+    human, method = read_pair(Path(args.human), Path(args.scores))
+    require_labels(human.table, PBS_TARGETS)
+    method.table.require(args.column)
+    out: dict[str, Any] = {}
+    for target in PBS_TARGETS:
+        pairs = pair_up(human, method, target, args.column)
+        try:
+            values = [float(v) for v in pairs.method]
+        except ValueError as exc:
+            raise TableError(f"{args.scores}: column {args.column!r}: {exc}") from None
+        groups: dict[str, tuple[list[float], list[bool]]] = {}
+        if args.by_category:
+            for c, v, h in zip(pairs.categories, values, pairs.human, strict=True):
+                groups.setdefault(c, ([], []))[0].append(v)
+                groups[c][1].append(h)
+        groups[OVERALL] = (values, list(pairs.human))
+        out[target] = {g: point_biserial_test(v, h) for g, (v, h) in sorted(
+            groups.items(), key=lambda item: (item[0] == OVERALL, item[0]))}
+    return out
+
+
+def _sweep(args: argparse.Namespace) -> dict[str, Any]:
+    from .evaluate import best_thresholds, sweep
+    from .labels import pair_up, read_pair, require_labels
+
+    human, method = read_pair(Path(args.human), Path(args.method))
+    require_labels(human.table, [COMBINED])
+    method.table.require(args.column)
+    pairs = pair_up(human, method, COMBINED, args.column)
+    try:
+        fractions = [float(v) for v in pairs.method]
+        thresholds = ([float(t) for t in args.thresholds.split(",")] if args.thresholds
+                      else list(THRESHOLDS))
+    except ValueError as exc:
+        raise TableError(f"not a number: {exc}") from None
+    table = sweep(pairs.categories, pairs.human, fractions, thresholds)
+    return {"table": table, "best": best_thresholds(table), "unmatched": pairs.unmatched,
+            "missing": pairs.missing}
+
+
+def _print_prf(result: Mapping[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({**result, "comparisons": {
+            n: {**c, "rows": _prf_json(c["rows"])} for n, c in result["comparisons"].items()}},
+            indent=1))
+        return
+    for name, comparison in result["comparisons"].items():
+        print("\n".join(_prf_lines(f"human {name} (macro P / R / F1 in %)",
+                                   comparison["rows"])))
+        for note in _counts_note(comparison["unmatched"], comparison["missing"]):
+            print(f"imagetime tempviz: {note}", file=sys.stderr)
+
+
+def _print_random(result: Mapping[str, Any], args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps({"distribution": args.distribution, "seed": args.seed,
+                          "target": args.target, "rows": _prf_json(result["rows"]),
+                          "missing": result["missing"]}, indent=1))
+        return
+    print("\n".join(_prf_lines(f"random baseline ({args.distribution}, seed {args.seed}) "
+                               f"against human {args.target} (macro P / R / F1 in %)",
+                               result["rows"])))
+
+
+def _print_pbs(result: Mapping[str, Any], args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps({t: {g: {"n": c.n, "r": _finite(c.r), "t": _finite(c.t),
+                                  "p": _finite(c.p), "significant": c.significant(args.alpha)}
+                              for g, c in groups.items()} for t, groups in result.items()},
+                         indent=1))
+        return
+    print(f"point-biserial r of {args.column} with the human labels "
+          f"(* p < {args.alpha}, two-sided t-test)")
+    groups = list(next(iter(result.values())))
+    width = max(len(g) for g in [*groups, "category"])
+    print(f"{'category'.ljust(width)}      n  " + "  ".join(t.rjust(10) for t in result))
+    for group in groups:
+        cells = []
+        for target in result:
+            c = result[target][group]
+            star = "*" if c.significant(args.alpha) else " "
+            cells.append(("n/a" if not math.isfinite(c.r) else f"{c.r:.4f}{star}").rjust(10))
+        print(f"{group.ljust(width)}  {result[PBS_TARGETS[-1]][group].n:5d}  "
+              + "  ".join(cells))
+
+
+def _print_sweep(result: Mapping[str, Any], as_json: bool) -> None:
+    table: Mapping[float, Mapping[str, Prf]] = result["table"]
+    if as_json:
+        print(json.dumps({"thresholds": {str(t): _prf_json(rows) for t, rows in table.items()},
+                          "best": {g: {"threshold": t, "macro_f1": f}
+                                   for g, (t, f) in result["best"].items()}}, indent=1))
+        return
+    groups = list(next(iter(table.values())))
+    print("macro F1 (%) against human q2_and_q3, positive when the share of questions "
+          "answered correctly >= t")
+    print("     t  " + "  ".join(g[:10].rjust(10) for g in groups))
+    for t, rows in table.items():
+        print(f"{t:6.2f}  " + "  ".join(_cell(rows[g].f1).rjust(10) for g in groups))
+
+
+def run(args: argparse.Namespace) -> int:
+    commands: dict[str, Callable[[], None]] = {
+        "prf": lambda: _print_prf(_prf(args), args.json),
+        "random": lambda: _print_random(_random(args), args),
+        "pbs": lambda: _print_pbs(_pbs(args), args),
+        "sweep": lambda: _print_sweep(_sweep(args), args.json),
+    }
+    try:
+        commands[args.tempviz_command]()
+    except (TableError, ValueError) as exc:
+        print(f"imagetime tempviz {args.tempviz_command}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    tempviz = sub.add_parser("tempviz", help="The TempViz paper's evaluation of automatic "
+                             "methods against human labels (docs/tempviz.md).")
+    commands = tempviz.add_subparsers(dest="tempviz_command", required=True)
+
+    prf = commands.add_parser("prf", help="Macro precision, recall and F1 of a method's "
+                              "yes/no answers, per category and overall (Tables 4, 12, 13).")
+    prf.add_argument("human", help="Human labels: model, category, index, q1, q2, q3.")
+    prf.add_argument("method", help="The method's table: answers.csv of a run, or the table "
+                     "of imagetime tempviz judge.")
+    prf.add_argument("--setting", choices=SETTINGS, default="paper",
+                     help="paper: human q2 AND q3 against the method's one whole-prompt "
+                     "answer (default); per-question: each human question against the "
+                     "method's answer to the same question.")
+    prf.add_argument("--column", help="The method's whole-prompt column (default: "
+                     "prediction, else q3).")
+
+    rnd = commands.add_parser("random", help="The random baseline against the human labels.")
+    rnd.add_argument("human", help="Human labels: model, category, index, q1, q2, q3.")
+    rnd.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform",
+                     help="uniform: yes with probability 1/2 (default); prior: with the share "
+                     "of yes in the human labels of the item's category.")
+    rnd.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                     help=f"Seed of the draw (default {DEFAULT_SEED}).")
+    rnd.add_argument("--target", choices=TARGETS, default=COMBINED,
+                     help=f"The human label predicted (default {COMBINED}).")
+
+    pbs = commands.add_parser("pbs", help="Point-biserial correlation of a score with human "
+                              "q2, q3 and q2 AND q3, with its t-test (Table 3).")
+    pbs.add_argument("human", help="Human labels: model, category, index, q1, q2, q3.")
+    pbs.add_argument("scores", help="A score table: imagetime baseline's, keyed model, "
+                     "case_id (<Category>-<index>).")
+    pbs.add_argument("--column", default="score", help="The score column (default score).")
+    pbs.add_argument("--alpha", type=float, default=0.05,
+                     help="Significance level of the asterisk (default 0.05).")
+    pbs.add_argument("--by-category", action="store_true", help="Also one row per category.")
+
+    sweep = commands.add_parser("sweep", help="Decompositional VQA: macro F1 per category "
+                                "for each threshold on the share of correct answers (Fig. 4).")
+    sweep.add_argument("human", help="Human labels: model, category, index, q1, q2, q3.")
+    sweep.add_argument("method", help="The table of imagetime tempviz vqa-answer.")
+    sweep.add_argument("--column", default="fraction",
+                       help="The share of correct answers (default fraction).")
+    sweep.add_argument("--thresholds", metavar="T,T,...",
+                       help="Thresholds (default 0, 0.1, ..., 1).")
+
+    for parser in (prf, rnd, pbs, sweep):
+        parser.add_argument("--json", action="store_true", help="Print the results as JSON.")
+        parser.set_defaults(func=run)
