@@ -12,10 +12,12 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...judges.base import JudgeOptions
+from ...tempviz.options import STYLES
 from ..agreement.tables import TableError
 from .evaluate import DEFAULT_SEED, DISTRIBUTIONS, OVERALL, THRESHOLDS, Prf
 from .labels import COMBINED, SETTINGS, TARGETS
@@ -198,8 +200,47 @@ def _print_sweep(result: Mapping[str, Any], as_json: bool) -> None:
         print(f"{t:6.2f}  " + "  ".join(_cell(rows[g].f1).rjust(10) for g in groups))
 
 
+def judge_options(args: argparse.Namespace, model: str) -> JudgeOptions:
+    key_env = None if args.key_env.lower() == "none" else args.key_env
+    return JudgeOptions(model=model, base_url=args.base_url, key_env=key_env,
+                        concurrency=args.concurrency, timeout_s=args.timeout,
+                        retries=args.retries, reasks=args.reasks)
+
+
+def write_rows(path: str, columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> None:
+    from ..labels.columns import write_csv
+
+    write_csv(Path(path), columns, rows)
+
+
+def _judge(args: argparse.Namespace) -> None:
+    from ...tempviz.examples import ExamplesError
+    from ...tempviz.exemplars import load_exemplars
+    from ...tempviz.judge import WholePromptJudge
+    from ...tempviz.prompts import TempvizDataError
+    from .images import find_images
+    from .judging import COLUMNS, judge_images, load_prompts
+
+    try:
+        prompts = load_prompts(Path(args.data))
+        exemplars = load_exemplars(Path(args.exemplars), args.style) if args.exemplars else ()
+    except (TempvizDataError, ExamplesError) as exc:
+        raise ValueError(str(exc)) from None
+    shots = args.shots if args.shots is not None else (3 if exemplars else 0)
+    if shots and not exemplars:
+        raise ValueError(f"--shots {shots} needs --exemplars")
+    judge = WholePromptJudge(judge_options(args, args.judge_model), args.style, exemplars,
+                             shots)
+    rows = judge_images(judge, find_images(args.runs), prompts, args.concurrency)
+    write_rows(args.out, COLUMNS, rows)
+    failed = sum(1 for r in rows if r["error"])
+    print(f"wrote {args.out}: {len(rows)} images judged by {judge.name}"
+          + (f", {failed} without an answer" if failed else ""))
+
+
 def run(args: argparse.Namespace) -> int:
     commands: dict[str, Callable[[], None]] = {
+        "judge": lambda: _judge(args),
         "prf": lambda: _print_prf(_prf(args), args.json),
         "random": lambda: _print_random(_random(args), args),
         "pbs": lambda: _print_pbs(_pbs(args), args),
@@ -262,3 +303,36 @@ def add_parser(sub: Any) -> None:
     for parser in (prf, rnd, pbs, sweep):
         parser.add_argument("--json", action="store_true", help="Print the results as JSON.")
         parser.set_defaults(func=run)
+
+    judge = commands.add_parser("judge", help="The paper's judge: one whole-prompt question "
+                                "per stored image, simple or instructed, 0- or k-shot.")
+    judge.add_argument("runs", nargs="+", help="Output, model or <model>/tempviz directories.")
+    judge.add_argument("--data", required=True, help="The directory of the TempViz tables.")
+    judge.add_argument("--style", choices=STYLES, default="simple",
+                       help="simple: the row's whole-prompt yes/no question (default); "
+                       "instructed: the assessor prompt, ANALYSIS then RATING.")
+    judge.add_argument("--exemplars", metavar="FILE", help="Exemplars (CSV or JSONL: image, "
+                       "prompt, cue, answer, analysis, category).")
+    judge.add_argument("--shots", type=int, help="Exemplars per item, none of the item's "
+                       "category (default 3 with --exemplars, else 0).")
+    judge.add_argument("--judge-model", default=JudgeOptions().model, help="The judge model.")
+    _endpoint_arguments(judge)
+    judge.add_argument("-o", "--out", required=True, metavar="TABLE.csv",
+                       help="Table to write.")
+    judge.set_defaults(func=run, writes=("out", "file"))
+
+
+def _endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = JudgeOptions()
+    parser.add_argument("--base-url", help="OpenAI-compatible base URL (default: "
+                        "OPENAI_BASE_URL, else OpenAI).")
+    parser.add_argument("--key-env", default=defaults.key_env or "none",
+                        help="Variable holding the API key; 'none' for a server without keys.")
+    parser.add_argument("--concurrency", type=int, default=defaults.concurrency,
+                        help="Requests at once.")
+    parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
+                        help="Seconds per request.")
+    parser.add_argument("--retries", type=int, default=defaults.retries,
+                        help="Transport retries of one request.")
+    parser.add_argument("--reasks", type=int, default=defaults.reasks,
+                        help="Requests again after an unusable answer.")
