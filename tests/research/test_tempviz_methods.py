@@ -43,8 +43,13 @@ def data(tmp_path: Path) -> Path:
 
 
 def texts(request: dict[str, Any]) -> list[str]:
-    return [part["text"] for m in request["messages"] if m["role"] == "user"
-            for part in m["content"] if part["type"] == "text"]
+    out = []
+    for message in request["messages"]:
+        if message["role"] == "user":
+            content = message["content"]
+            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            out += [part["text"] for part in parts if part["type"] == "text"]
+    return out
 
 
 def rows_of(path: Path) -> dict[str, dict[str, str]]:
@@ -153,3 +158,96 @@ def test_unusable_answers_leave_the_prediction_empty_with_the_reason(
     assert all(r["prediction"] == "" and "expected 'yes' or 'no'" in r["error"]
                for r in rows.values())
     assert "4 without an answer" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- decompositional VQA
+
+QUESTIONS = {"questions": [
+    {"element": "map", "category": "object", "kind": "open",
+     "question": "What is shown in the image?", "answer": "A map"},
+    {"element": "1914", "category": "other", "kind": "choice",
+     "question": "Which year do the borders show?",
+     "choices": ["1814", "1914", "1939", "2000"], "answer": "1914"},
+]}
+
+
+def test_vqa_questions_then_answers_then_sweep(
+        server: ChatServer, out: Path, data: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def reply(request: dict[str, Any]) -> str:
+        text = texts(request)[-1]
+        if text.startswith("Given an image description"):
+            return "```json\n" + json.dumps(QUESTIONS) + "\n```"
+        return "B" if "letter" in text else "a map of Europe"
+
+    server.state.responder = reply
+    questions = tmp_path / "questions.jsonl"
+    assert main(["tempviz", "vqa-questions", str(out), "--data", str(data), *endpoint(server),
+                 "-o", str(questions)]) == 0
+    lines = [json.loads(x) for x in questions.read_text().splitlines()]
+    assert sorted(line["id"] for line in lines) == sorted(ITEMS)  # only prompts with images
+    generator = texts(server.state.requests[0])[0]
+    assert "object, human, animal, food" in generator and "Pony" in generator
+    assert generator.rstrip().endswith(("Create a realistic map of europe in 1914",
+                                        "Create a realistic map of europe in 1939",
+                                        "month old.", "in january"))
+    server.state.requests.clear()
+    table = tmp_path / "vqa.csv"
+    details = tmp_path / "details.jsonl"
+    assert main(["tempviz", "vqa-answer", str(out), "--questions", str(questions),
+                 *endpoint(server), "-o", str(table), "--details", str(details)]) == 0
+    choice = next(t for r in server.state.requests for t in texts(r) if "letter" in t)
+    assert "A) 1814\nB) 1914\nC) 1939\nD) 2000" in choice
+    rows = rows_of(table)
+    assert {r["fraction"] for r in rows.values()} == {"1.000000"}
+    assert len(details.read_text().splitlines()) == 2 * len(ITEMS)
+    human = tmp_path / "human.csv"
+    human.write_text("model,category,index,q1,q2,q3\nflux-dev,Maps,0,yes,yes,yes\n"
+                     "flux-dev,Maps,1,yes,yes,no\nflux-dev,Animals,0,yes,no,no\n")
+    capsys.readouterr()
+    assert main(["tempviz", "sweep", str(human), str(table), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["thresholds"]) == {str(t / 10) for t in range(11)}
+    assert result["thresholds"]["1.0"]["Maps"]["n"] == 2
+
+
+@pytest.mark.parametrize(("question", "reply", "correct"), [
+    ({"kind": "open", "question": "q", "answer": "Pony"}, "A pony.", True),
+    ({"kind": "open", "question": "q", "answer": "baby"}, "a baby aardvark", True),
+    ({"kind": "open", "question": "q", "answer": "one month old"}, "about a year old", False),
+    ({"kind": "open", "question": "q", "answer": "1914"}, "The map is from 1914.", True),
+    ({"kind": "open", "question": "q", "answer": "12.5 years"}, "12.5", True),
+    ({"kind": "open", "question": "q", "answer": "winter"}, "summer", False),
+    ({"kind": "choice", "question": "q", "choices": ["one week", "one month", "three months",
+                                                     "six months"], "answer": "one month"},
+     "B", True),
+    ({"kind": "choice", "question": "q", "choices": ["one week", "one month", "three months",
+                                                     "six months"], "answer": "one month"},
+     "(b) one month", True),
+    ({"kind": "choice", "question": "q", "choices": ["one week", "one month", "three months",
+                                                     "six months"], "answer": "one month"},
+     "Answer: C", False),
+    ({"kind": "choice", "question": "q", "choices": ["one week", "one month", "three months",
+                                                     "six months"], "answer": "one month"},
+     "It looks one month old", True),
+    ({"kind": "choice", "question": "q", "choices": ["Horse", "Pony"], "answer": "Pony"},
+     "a horse or a pony", False),
+])
+def test_free_form_answers_are_matched_by_the_documented_rule(
+        question: dict[str, Any], reply: str, correct: bool) -> None:
+    from pytest_imagetime.research.tempviz_paper.vqa import matches, question_from
+
+    assert matches(question_from(question, "test"), reply) is correct
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    ("no json", "not JSON"), ('{"questions": []}', "non-empty list"),
+    ('{"questions": [{"kind": "choice", "question": "q", "choices": ["a", "b"], '
+     '"answer": "c"}]}', "not one of its options"),
+    ('{"questions": [{"kind": "yes", "question": "q", "answer": "a"}]}', "open or choice")])
+def test_unusable_question_replies_are_asked_again(content: str, problem: str) -> None:
+    from pytest_imagetime.judges.vlm import InvalidAnswer
+    from pytest_imagetime.research.tempviz_paper.vqa import parse_questions
+
+    with pytest.raises(InvalidAnswer, match=problem):
+        parse_questions(content)

@@ -101,6 +101,8 @@ def _pbs(args: argparse.Namespace) -> dict[str, Any]:
 
     human, method = read_pair(Path(args.human), Path(args.scores))
     require_labels(human.table, PBS_TARGETS)
+    if args.column is None:  # CLIPScore's table: the cosine, before the clipping at 0
+        args.column = "cosine" if "cosine" in method.table.columns else "score"
     method.table.require(args.column)
     out: dict[str, Any] = {}
     for target in PBS_TARGETS:
@@ -238,8 +240,53 @@ def _judge(args: argparse.Namespace) -> None:
           + (f", {failed} without an answer" if failed else ""))
 
 
+def _asker(args: argparse.Namespace, model: str, who: str) -> Any:
+    from ...tempviz.judge import TextAsker
+    from .vqa_runs import KEY_HINT
+
+    return TextAsker(judge_options(args, model), who=who, key_hint=KEY_HINT)
+
+
+def _vqa_questions(args: argparse.Namespace) -> None:
+    from ...tempviz.prompts import TempvizDataError
+    from .images import find_images
+    from .judging import load_prompts
+    from .vqa_runs import write_questions
+
+    try:
+        prompts = load_prompts(Path(args.data))
+    except TempvizDataError as exc:
+        raise ValueError(str(exc)) from None
+    wanted = ({i.id for i in find_images(args.runs)} if args.runs else set(prompts))
+    chosen = [p for key, p in prompts.items() if key in wanted]
+    lines = write_questions(_asker(args, args.llm_model, "the question generator"), chosen,
+                            Path(args.out), args.concurrency)
+    failed = sum(1 for line in lines if "error" in line)
+    asked = sum(len(line.get("questions", [])) for line in lines)
+    print(f"wrote {args.out}: {asked} questions for {len(lines) - failed} prompts"
+          + (f", {failed} prompts without questions" if failed else ""))
+
+
+def _vqa_answer(args: argparse.Namespace) -> None:
+    from .images import find_images
+    from .vqa_runs import SCORE_COLUMNS, answer_images, read_questions
+
+    questions = read_questions(Path(args.questions))
+    rows, details = answer_images(_asker(args, args.vlm_model, "the VQA answerer"),
+                                  find_images(args.runs), questions, args.concurrency)
+    write_rows(args.out, SCORE_COLUMNS, rows)
+    if args.details:
+        Path(args.details).write_text("".join(json.dumps(d) + "\n" for d in details),
+                                      encoding="utf-8")
+    failed = sum(1 for r in rows if r["error"])
+    print(f"wrote {args.out}: {len(rows)} images" + (f", {failed} without scores"
+                                                       if failed else ""))
+
+
 def run(args: argparse.Namespace) -> int:
     commands: dict[str, Callable[[], None]] = {
+        "vqa-questions": lambda: _vqa_questions(args),
+        "vqa-answer": lambda: _vqa_answer(args),
         "judge": lambda: _judge(args),
         "prf": lambda: _print_prf(_prf(args), args.json),
         "random": lambda: _print_random(_random(args), args),
@@ -286,7 +333,8 @@ def add_parser(sub: Any) -> None:
     pbs.add_argument("human", help="Human labels: model, category, index, q1, q2, q3.")
     pbs.add_argument("scores", help="A score table: imagetime baseline's, keyed model, "
                      "case_id (<Category>-<index>).")
-    pbs.add_argument("--column", default="score", help="The score column (default score).")
+    pbs.add_argument("--column", help="The score column (default: cosine where the table has "
+                     "one, as CLIPScore's does, else score).")
     pbs.add_argument("--alpha", type=float, default=0.05,
                      help="Significance level of the asterisk (default 0.05).")
     pbs.add_argument("--by-category", action="store_true", help="Also one row per category.")
@@ -320,6 +368,31 @@ def add_parser(sub: Any) -> None:
     judge.add_argument("-o", "--out", required=True, metavar="TABLE.csv",
                        help="Table to write.")
     judge.set_defaults(func=run, writes=("out", "file"))
+
+    questions = commands.add_parser("vqa-questions", help="Decompositional VQA, step 1: an "
+                                    "LLM writes open and multiple-choice questions per prompt.")
+    questions.add_argument("runs", nargs="*", help="Output, model or <model>/tempviz "
+                           "directories: only the prompts of their images (default: every row).")
+    questions.add_argument("--data", required=True, help="The directory of the TempViz tables.")
+    questions.add_argument("--llm-model", default="meta-llama/Llama-3.3-70B-Instruct",
+                           help="The question generator (default: the paper's).")
+    _endpoint_arguments(questions)
+    questions.add_argument("-o", "--out", required=True, metavar="QUESTIONS.jsonl",
+                           help="Questions file to write.")
+    questions.set_defaults(func=run, writes=("out", "file"))
+
+    answer = commands.add_parser("vqa-answer", help="Decompositional VQA, step 2: a VLM "
+                                 "answers the questions about each image; the share correct.")
+    answer.add_argument("runs", nargs="+", help="Output, model or <model>/tempviz directories.")
+    answer.add_argument("--questions", required=True, help="The file of vqa-questions.")
+    answer.add_argument("--vlm-model", default="Qwen/Qwen2.5-VL-32B-Instruct",
+                        help="The answerer (default: the paper's).")
+    answer.add_argument("--details", metavar="FILE.jsonl", help="Also write every question, "
+                        "reply and verdict.")
+    _endpoint_arguments(answer)
+    answer.add_argument("-o", "--out", required=True, metavar="TABLE.csv",
+                        help="Score table to write.")
+    answer.set_defaults(func=run, writes=("out", "file"))
 
 
 def _endpoint_arguments(parser: argparse.ArgumentParser) -> None:
