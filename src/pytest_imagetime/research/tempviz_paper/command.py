@@ -283,8 +283,26 @@ def _vqa_answer(args: argparse.Namespace) -> None:
                                                        if failed else ""))
 
 
+def _label_export(args: argparse.Namespace) -> None:
+    from ...tempviz.prompts import TempvizDataError
+    from ..labels.tempviz_form import export_tempviz
+    from .images import find_images
+    from .judging import load_prompts
+
+    if args.sample < 1:
+        raise ValueError("--sample must be at least 1")
+    try:
+        prompts = load_prompts(Path(args.data))
+    except TempvizDataError as exc:
+        raise ValueError(str(exc)) from None
+    for path in export_tempviz(find_images(args.runs), prompts, Path(args.out), args.sample,
+                               args.seed, args.annotator or "", args.max_px):
+        print(f"wrote {path}")
+
+
 def run(args: argparse.Namespace) -> int:
     commands: dict[str, Callable[[], None]] = {
+        "label-export": lambda: _label_export(args),
         "vqa-questions": lambda: _vqa_questions(args),
         "vqa-answer": lambda: _vqa_answer(args),
         "judge": lambda: _judge(args),
@@ -393,6 +411,20 @@ def add_parser(sub: Any) -> None:
     answer.add_argument("-o", "--out", required=True, metavar="TABLE.csv",
                         help="Score table to write.")
     answer.set_defaults(func=run, writes=("out", "file"))
+
+    export = commands.add_parser("label-export", help="Human labels: a sample balanced across "
+                                 "categories and models as a form with Q1-Q3 (form.html) and "
+                                 "items.csv.")
+    export.add_argument("runs", nargs="+", help="Output, model or <model>/tempviz directories.")
+    export.add_argument("--data", required=True, help="The directory of the TempViz tables.")
+    export.add_argument("--sample", type=int, default=500, metavar="N",
+                        help="How many images (default 500, the paper's).")
+    export.add_argument("--seed", type=int, default=0, help="Seed of the draw (default 0).")
+    export.add_argument("-o", "--out", required=True, metavar="DIR", help="Folder to write.")
+    export.add_argument("--annotator", help="Annotator name filled into the form.")
+    export.add_argument("--max-px", type=int, default=1024,
+                        help="Scale larger images down to this many pixels (default 1024).")
+    export.set_defaults(func=run, writes=("out", "folder"))
 
 
 def _endpoint_arguments(parser: argparse.ArgumentParser) -> None:
