@@ -105,3 +105,38 @@ def test_reference_links_come_from_every_golden_record_column(tmp_path: Path) ->
                      '0,"https://a.org/x.jpg,https://b.org/y",p,"goldenRecordImages/z.jpg"\n')
     assert references(table, "0") == ("https://a.org/x.jpg", "https://b.org/y")
     assert references(table, "9") == ()
+
+
+@pytest.mark.slow
+def test_tempviz_form_in_a_browser_round_trip(out: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from tests.research.test_labels import _answer, _chrome, _wait_for_file
+
+    data = write_tables(tmp_path / "tempviz")
+    assert main(["tempviz", "label-export", str(out), "--data", str(data), "--sample", "3",
+                 "-o", str(tmp_path / "form")]) == 0
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    chrome = _chrome(tmp_path / "profile", downloads)
+    try:
+        chrome.get((tmp_path / "form" / "form.html").resolve().as_uri())
+        assert chrome.find_element(By.ID, "progress").text == "0 of 3 items answered"
+        chrome.find_element(By.ID, "annotator").send_keys("dana")
+        for field, value in (("q1", "yes"), ("q2", "yes"), ("q3", "no")):
+            _answer(chrome, 1, field, value)
+        _answer(chrome, 2, "q2", "no")
+        assert chrome.find_element(By.ID, "progress").text == "1 of 3 items answered"
+        chrome.find_element(By.ID, "download").click()
+        with _wait_for_file(downloads).open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    finally:
+        chrome.quit()
+    with (tmp_path / "form" / "items.csv").open(newline="") as fh:
+        items = list(csv.DictReader(fh))
+    assert [r["id"] for r in rows] == [r["id"] for r in items]
+    assert list(rows[0]) == list(items[0])
+    assert {k: rows[0][k] for k in ("annotator", "q1", "q2", "q3")} == {
+        "annotator": "dana", "q1": "yes", "q2": "yes", "q3": "no"}
+    assert rows[0]["model"] == items[0]["model"] and rows[0]["category"] == items[0]["category"]
+    assert (rows[1]["q1"], rows[1]["q2"], rows[1]["q3"]) == ("", "no", "")

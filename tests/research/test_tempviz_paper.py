@@ -171,3 +171,11 @@ def test_bad_tables_exit_2(human: Path, tmp_path: Path,
     assert main(["tempviz", "pbs", str(human), str(bad)]) == 2
     assert "<Category>-<index>" in capsys.readouterr().err
     assert main(["tempviz", "prf", str(human), str(tmp_path / "none.csv")]) == 2
+
+
+def test_prf_refuses_answers_that_are_not_yes_or_no(human: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    judged = write(tmp_path / "judge.csv", ["model", "id", "prediction"],
+                   [["flux", "Maps-0", "maybe"]])
+    assert main(["tempviz", "prf", str(human), str(judged)]) == 2
+    assert "holds 'maybe', not yes/no" in capsys.readouterr().err

@@ -58,7 +58,7 @@ def _counts_note(unmatched: int, missing: int) -> list[str]:
 
 def _prf(args: argparse.Namespace) -> dict[str, Any]:
     from .evaluate import prf_by_category
-    from .labels import label, pair_up, read_pair, require_labels, whole_prompt_column
+    from .labels import pair_up, read_pair, require_labels, whole_prompt_column, yes_no
 
     human, method = read_pair(Path(args.human), Path(args.method))
     require_labels(human.table, [COMBINED] if args.setting == "paper" else TARGETS)
@@ -73,7 +73,10 @@ def _prf(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"setting": args.setting, "comparisons": {}}
     for name, target, column, method_label in comparisons:
         pairs = pair_up(human, method, target, column, method_label)
-        predicted = [bool(label({"v": cell}, "v")) for cell in pairs.method]
+        odd = sorted({cell for cell in pairs.method if yes_no(cell) is None})
+        if odd:
+            raise TableError(f"{args.method}: column {column!r} holds {odd[0]!r}, not yes/no")
+        predicted = [yes_no(cell) is True for cell in pairs.method]
         rows = prf_by_category(pairs.categories, pairs.human, predicted)
         result["comparisons"][name] = {"rows": rows, "unmatched": pairs.unmatched,
                                        "missing": pairs.missing}
