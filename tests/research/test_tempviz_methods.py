@@ -209,6 +209,9 @@ def test_vqa_questions_then_answers_then_sweep(
     result = json.loads(capsys.readouterr().out)
     assert set(result["thresholds"]) == {str(t / 10) for t in range(11)}
     assert result["thresholds"]["1.0"]["Maps"]["n"] == 2
+    assert set(result["random"]) == {"Animals", "Maps", "overall"}
+    assert main(["tempviz", "sweep", str(human), str(table), "--seed", "2"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("random ")
 
 
 @pytest.mark.parametrize(("question", "reply", "correct"), [

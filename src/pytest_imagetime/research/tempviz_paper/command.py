@@ -126,7 +126,7 @@ def _pbs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _sweep(args: argparse.Namespace) -> dict[str, Any]:
-    from .evaluate import best_thresholds, sweep
+    from .evaluate import best_thresholds, prf_by_category, random_predictions, sweep
     from .labels import pair_up, read_pair, require_labels
 
     human, method = read_pair(Path(args.human), Path(args.method))
@@ -140,8 +140,10 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as exc:
         raise TableError(f"not a number: {exc}") from None
     table = sweep(pairs.categories, pairs.human, fractions, thresholds)
+    drawn = random_predictions(pairs.categories, pairs.human, args.distribution, args.seed)
     return {"table": table, "best": best_thresholds(table), "unmatched": pairs.unmatched,
-            "missing": pairs.missing}
+            "missing": pairs.missing,
+            "random": prf_by_category(pairs.categories, pairs.human, drawn)}
 
 
 def _print_prf(result: Mapping[str, Any], as_json: bool) -> None:
@@ -195,7 +197,8 @@ def _print_sweep(result: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps({"thresholds": {str(t): _prf_json(rows) for t, rows in table.items()},
                           "best": {g: {"threshold": t, "macro_f1": f}
-                                   for g, (t, f) in result["best"].items()}}, indent=1))
+                                   for g, (t, f) in result["best"].items()},
+                          "random": _prf_json(result["random"])}, indent=1))
         return
     groups = list(next(iter(table.values())))
     print("macro F1 (%) against human q2_and_q3, positive when the share of questions "
@@ -203,6 +206,7 @@ def _print_sweep(result: Mapping[str, Any], as_json: bool) -> None:
     print("     t  " + "  ".join(g[:10].rjust(10) for g in groups))
     for t, rows in table.items():
         print(f"{t:6.2f}  " + "  ".join(_cell(rows[g].f1).rjust(10) for g in groups))
+    print("random  " + "  ".join(_cell(result["random"][g].f1).rjust(10) for g in groups))
 
 
 def judge_options(args: argparse.Namespace, model: str) -> JudgeOptions:
@@ -341,11 +345,6 @@ def add_parser(sub: Any) -> None:
 
     rnd = commands.add_parser("random", help="The random baseline against the human labels.")
     rnd.add_argument("human", help="Human labels: model, category, index, q1, q2, q3.")
-    rnd.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform",
-                     help="uniform: yes with probability 1/2 (default); prior: with the share "
-                     "of yes in the human labels of the item's category.")
-    rnd.add_argument("--seed", type=int, default=DEFAULT_SEED,
-                     help=f"Seed of the draw (default {DEFAULT_SEED}).")
     rnd.add_argument("--target", choices=TARGETS, default=COMBINED,
                      help=f"The human label predicted (default {COMBINED}).")
 
@@ -368,6 +367,13 @@ def add_parser(sub: Any) -> None:
                        help="The share of correct answers (default fraction).")
     sweep.add_argument("--thresholds", metavar="T,T,...",
                        help="Thresholds (default 0, 0.1, ..., 1).")
+    for parser in (rnd, sweep):
+        parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform",
+                            help="The random baseline: yes with probability 1/2 (uniform, "
+                            "default) or with the share of yes in the human labels of the "
+                            "item's category (prior).")
+        parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                            help=f"Seed of the random baseline (default {DEFAULT_SEED}).")
 
     for parser in (prf, rnd, pbs, sweep):
         parser.add_argument("--json", action="store_true", help="Print the results as JSON.")
