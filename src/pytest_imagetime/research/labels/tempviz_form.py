@@ -16,6 +16,7 @@ annotator, q1, q2, q3, notes``; ``imagetime agree`` reads it as it is.
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import json
 import random
@@ -124,8 +125,6 @@ def form_html(items: Sequence[TempvizFormItem], annotator: str, key: str) -> str
 
 def references(table: Path, index: str) -> tuple[str, ...]:
     """The reference image links of one table row (the ``goldenrecordImages`` columns)."""
-    import csv
-
     with table.open(encoding="utf-8-sig", newline="") as fh:
         for row in csv.reader(fh):
             header = row
