@@ -22,6 +22,7 @@ from .research.agreement.judges import add_parser as judges_agree_parser
 from .research.baselines.command import add_parser as baseline_parser
 from .research.labels.command import add_parser as label_parser
 from .research.probe.commands import add_parser as probe_order_parser
+from .research.tempviz_paper.command import add_parser as tempviz_parser
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -235,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     label_parser(sub)
     probe_order_parser(sub)
     judges_agree_parser(sub)
+    tempviz_parser(sub)
     return parser
 
 
