@@ -11,7 +11,8 @@ import hashlib
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,9 +50,11 @@ from .item_error import ItemError
 from .record import ItemRecord
 from .references import Reference, ReferenceError
 from .run_spec import RunSpec
+from .suite import BackendCall, Suite
 
 if TYPE_CHECKING:  # numpy at the first sheet measured (see _analyze), Pillow at the first read
     from PIL import Image
+    from typing_extensions import TypeIs
 
     from ..sheet.metrics import SheetMetrics
 
@@ -614,3 +617,52 @@ def _generation_cost(record: Mapping[str, Any]) -> float | None:
 def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:
     """Everything an item does before its assertions; raises ItemError on infrastructure failure."""
     return judge_sheet(spec, case, base, generate_sheet(spec, case))
+
+
+class ImagetimeSuite(Suite[RunSpec, Case, ItemRecord, Sheet, Drawn, ItemOutcome]):
+    """The ImageTime suite's stages on the item engine: motion sheets, rubric judgments,
+    capped scores."""
+
+    def lookup(self, run: RunSpec, item: Case) -> Sheet | None:
+        return stored_sheet(run, item)
+
+    def draw(self, run: RunSpec, items: Sequence[Case]) -> Sequence[Sheet | Drawn | ItemError]:
+        return draw_sheets(run, items)
+
+    def is_drawn(self, drawing: Sheet | Drawn) -> TypeIs[Drawn]:
+        return isinstance(drawing, Drawn)
+
+    def store(self, run: RunSpec, drawn: Drawn) -> Sheet:
+        return store_sheet(run, drawn)
+
+    def reuse(self, run: RunSpec, item: Case, base: ItemRecord, stored: Sheet
+              ) -> ItemOutcome | None:
+        return stored_outcome(run, item, base, stored)
+
+    def judge(self, run: RunSpec, item: Case, base: ItemRecord, stored: Sheet) -> ItemOutcome:
+        return judge_sheet(run, item, base, stored)
+
+    def spent_usd(self, outcome: ItemOutcome) -> float:
+        return (outcome.record.cost_usd or 0.0) if outcome.record.judged else 0.0
+
+    def calls_ahead(self, run: RunSpec, items: Sequence[Case]) -> list[BackendCall] | None:
+        # Not in the scaffold setting: its lookups may draw references.
+        return planned_calls(run, items) if run.setting == "prompt-only" else None
+
+    def measured_apart(self, run: RunSpec, drawn: Drawn,
+                       processes: Callable[[], Executor]) -> Drawn:
+        """The PNG and pixel facts made in a measuring process; as it came when there is
+        nothing to make, or the processes cannot (it is then encoded and measured here)."""
+        # Pickle and the broken-pool error only when a sheet is measured apart.
+        import pickle
+        from concurrent.futures.process import BrokenProcessPool
+
+        encode, measure = needs_measuring(run, drawn)
+        if not (encode or measure):
+            return drawn
+        try:
+            measured = processes().submit(measured_apart, drawn.generated.image, encode,
+                                          measure).result()
+        except (BrokenProcessPool, RuntimeError, OSError, pickle.PicklingError):
+            return drawn
+        return replace(drawn, measured=measured)

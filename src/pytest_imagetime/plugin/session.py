@@ -49,10 +49,14 @@ if TYPE_CHECKING:
 # gate) is imported when first used: a session that only collects (--collect-only, a dry
 # run, a -k selection that leaves nothing) never loads them, nor Pillow and numpy.
 if TYPE_CHECKING:
-    from ..engine.pipeline import Job, Pipeline, Result
+    from ..engine.pipeline import Job, Pipeline
     from ..engine.record import ItemRecord
     from ..engine.references import References
-    from ..engine.runner import ItemOutcome, Sheet
+    from ..engine.runner import Drawn, ItemOutcome, Sheet
+
+    CaseJob = Job[RunSpec, Case, ItemRecord]
+    CasePipeline = Pipeline[RunSpec, Case, ItemRecord, Sheet, Drawn, ItemOutcome]
+    Result = ItemOutcome | Sheet  # a dense grid (never judged) gets its sheet
     from ..gate.compare import GateResult
     from ..judges.base import Judge
     from ..models.base import ImageModel
@@ -194,7 +198,7 @@ class ImagetimeSession:
                 f"{judge.config().get('judge_model')!r}: give --imagetime-judge-price=IN,OUT "
                 "(USD per 1M tokens)")
         self._budget = budget
-        self._pipeline: Pipeline | None = None
+        self._pipeline: CasePipeline | None = None
         self.canaries: list[dict[str, Any]] | None = None
         self.planning_done = False
         self.estimate_printed = False  # a dry run printed its estimate: it exits 0
@@ -264,10 +268,11 @@ class ImagetimeSession:
         return batch
 
     @property
-    def pipeline(self) -> Pipeline:
+    def pipeline(self) -> CasePipeline:
         """The pipeline of this process's items, made when the first item asks for it."""
         if self._pipeline is None:
             from ..engine.pipeline import CostBudget, Pipeline, model_concurrency
+            from ..engine.runner import ImagetimeSuite
 
             concurrency = self.options.judge_options.concurrency
             drawing = max((model_concurrency(run) for run in self.runs.values()), default=1)
@@ -275,8 +280,8 @@ class ImagetimeSession:
             # sheets waiting for a judge.
             lookahead = max(2 * concurrency, 2 * self.options.model_options.batch_size,
                             2 * drawing)
-            self._pipeline = Pipeline(concurrency=concurrency, lookahead=lookahead,
-                                      budget=CostBudget(self._budget),
+            self._pipeline = Pipeline(ImagetimeSuite(), concurrency=concurrency,
+                                      lookahead=lookahead, budget=CostBudget(self._budget),
                                       generation_concurrency=drawing)
         return self._pipeline
 
@@ -1042,7 +1047,7 @@ class CaseItem(PlainFailures, pytest.Item):
         self.run = run
         self.outcome: ItemOutcome | None = None
         self.sheet: Sheet | None = None  # a dense grid's sheet: shown, never judged
-        self._job: Job | None = None
+        self._job: CaseJob | None = None
         self._record: ItemRecord | None = None  # this item's record, until its teardown
         self._add_markers()
 
@@ -1059,7 +1064,7 @@ class CaseItem(PlainFailures, pytest.Item):
     def base_record(self) -> ItemRecord:
         return base_record(self.case, self.run)
 
-    def job(self) -> Job:
+    def job(self) -> CaseJob:
         if self._job is None:  # asked for when the pipeline is planned, and again at setup
             from ..engine.pipeline import Job
 
