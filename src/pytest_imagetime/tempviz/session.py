@@ -9,7 +9,6 @@ only the controller writes reports.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from ..backends.registry import MODELS, UnknownBackend
 from ..cases.inventory import slug
 from ..engine.item_error import ItemError
-from ..engine.pipeline import CostBudget
+from ..engine.pipeline import CostBudget, Job, Pipeline, model_concurrency
 from ..engine.runner import now
 from ..models.base import ImageModel
 from ..plugin.failure_text import PlainFailures, report_text
@@ -31,7 +30,6 @@ from ..report.pytest_junit import PytestJunit, pytest_junit_of
 from ..sheet.prompts import SHEET
 from .examples import Examples, ExamplesError, load_examples
 from .judge import TempvizJudge
-from .lookahead import Lookahead
 from .options import CATEGORIES, STYLES
 from .prompts import (
     KNOWN_DIFFICULTIES,
@@ -45,9 +43,18 @@ from .prompts import (
 )
 from .record import TempvizRecord
 from .report import build_report, summary_lines, write_answers, write_report
-from .runner import Outcome, TempvizRun, run_item, run_paths, stored_outcome_exists
+from .runner import (
+    DrawnImage,
+    Outcome,
+    StoredImage,
+    TempvizRun,
+    TempvizSuite,
+    run_paths,
+    stored_outcome_exists,
+)
 
 PLUGIN_NAME = "imagetime-tempviz-session"
+PromptJob = Job[TempvizRun, Prompt, TempvizRecord]
 session_key = pytest.StashKey["TempvizSession"]()
 
 
@@ -197,21 +204,25 @@ class TempvizSession:
                 f"--imagetime-max-cost needs the judge's price, and none is known for "
                 f"{self.judge.model!r}: give --imagetime-judge-price=IN,OUT (USD per 1M "
                 "tokens)")
-        budget = CostBudget(None if options.max_cost is None else options.max_cost / workers)
+        budget = None if options.max_cost is None else options.max_cost / workers
         self.runs: dict[str, TempvizRun] = {}
         for spec in options.models:
             model = _model(spec, options)
             self.runs[spec] = TempvizRun(
                 model=model, judge=self.judge,
                 paths=run_paths(options.out, model.name, self.judge.name), size=options.size,
-                seed=options.seed, regenerate=options.regenerate, rejudge=options.rejudge,
-                budget=budget)
+                seed=options.seed, regenerate=options.regenerate, rejudge=options.rejudge)
         self.junit = options.junit
         if _raw(config, "junit") is None and not config.getoption("xmlpath", None):
             # Not the ImageTime suite's file: both suites may share an output directory.
             # With pytest's --junitxml that is the one JUnit file, as for ImageTime.
             self.junit = options.out / "tempviz-junit.xml"
-        self.lookahead: Lookahead[Outcome] = Lookahead(options.judge_options.concurrency)
+        concurrency = options.judge_options.concurrency
+        drawing = max((model_concurrency(run) for run in self.runs.values()), default=1)
+        self.pipeline: Pipeline[TempvizRun, Prompt, TempvizRecord, StoredImage, DrawnImage,
+                                Outcome] = Pipeline(
+            TempvizSuite(), concurrency=concurrency, lookahead=max(2 * concurrency, 2 * drawing),
+            budget=CostBudget(budget), generation_concurrency=drawing)
         self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
         self.markers = Markers(config)
         self._outcomes: dict[str, tuple[str, str]] = {}
@@ -261,11 +272,11 @@ class TempvizSession:
     def plan_from(self, first: TempvizItem) -> None:
         """Start working ahead on this process's items, from ``first`` on, in order.
         A worker under xdist does not know its items ahead: it runs each in turn."""
-        if self.lookahead.planned or _is_xdist_worker(self.config):
+        if self.pipeline.planned or _is_xdist_worker(self.config):
             return
         items = [i for i in first.session.items if isinstance(i, TempvizItem)]
         start = items.index(first)
-        self.lookahead.plan([(i.nodeid, i.job) for i in items[start:]])
+        self.pipeline.plan([i.job for i in items[start:]])
 
     # ------------------------------------------------------------ results (controller)
 
@@ -317,7 +328,7 @@ class TempvizSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.lookahead.close()
+        self.pipeline.close()
         if _is_xdist_worker(self.config):
             return
         created = now()
@@ -405,7 +416,7 @@ class TempvizItem(PlainFailures, pytest.Item):
         self.prompt = prompt
         self.run = run
         self.outcome: Outcome | None = None
-        self.job = functools.partial(run_item, run, prompt)
+        self.job: PromptJob = Job(self.nodeid, run, prompt, run.base_record(prompt))
         # Prompt categories and difficulties come from the data.
         self.config.stash[session_key].markers.add(
             self, prompt.markers(), lambda name: f"TempViz items ({name[8:]})")
@@ -413,14 +424,16 @@ class TempvizItem(PlainFailures, pytest.Item):
     def setup(self) -> None:
         session: TempvizSession = self.config.stash[session_key]
         session.plan_from(self)
-        base = self.run.base_record(self.prompt)
+        base = self.job.base
         self.user_properties.extend(base.to_properties())
         try:
-            self.outcome = session.lookahead.result(self.nodeid, self.job)
+            result = session.pipeline.outcome(self.job)
         except ItemError as exc:
             self._set_record(base.with_status("error", str(exc)))
             raise
-        self._set_record(self.outcome.record)
+        assert isinstance(result, Outcome)  # every TempViz item is judged
+        self.outcome = result
+        self._set_record(result.record)
 
     def _set_record(self, record: TempvizRecord) -> None:
         kept = [(k, v) for k, v in self.user_properties if not k.startswith("tempviz.")]
