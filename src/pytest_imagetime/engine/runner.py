@@ -6,7 +6,6 @@ judge failure raises ItemError with the reason: the item is an error, never a sc
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import threading
 import time
@@ -34,14 +33,18 @@ from ..rubric.repeats import combine
 from ..scoring.aggregate import ItemScores, score_item
 from ..sheet import METRICS_VERSION, geometry
 from ..sheet.prompts import SHEET, sheet_prompt
+from ..store.resume import (
+    PRICE_KEYS,
+    judgment_name,
+    repeat_key,
+    reusable_judgment,
+    reusable_sheet,
+)
 from ..store.run_dir import (
     StoredSheet,
     decode_png,
     encode_png,
-    find_stored_sheet,
     input_key,
-    load_stored_judgment,
-    read_json,
     rgb_png,
     store_image,
     store_judgment,
@@ -59,7 +62,6 @@ if TYPE_CHECKING:  # numpy at the first sheet measured (see _analyze), Pillow at
     from ..sheet.metrics import SheetMetrics
 
 IMAGE_RECORD_FORMAT = "imagetime-image/1"
-PRICE_KEYS = frozenset({"price_usd_per_mtok"})  # judge configuration that is only a price
 JUDGMENT_RECORD_FORMAT = "imagetime-judgment/1"
 
 
@@ -258,7 +260,7 @@ def _looked_up(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
     reference = reference_for(spec, case)
     request = generation_request(spec, case, reference)
     key = image_key(spec, request, reference)
-    stored = None if spec.regenerate else find_stored_sheet(spec.paths, case.id, key)
+    stored = reusable_sheet(spec.paths, case.id, key, regenerate=spec.regenerate)
     if stored is None:
         return _Pending(index, case, request, key, reference)
     return Sheet(None, stored.sha256, stored.record, False, reference, stored=stored)
@@ -415,57 +417,25 @@ def stored_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> Judgment | None:
     damaged (or ``--imagetime-rejudge``): then the judge must be called."""
     found = []
     for repeat in range(spec.repeats):
-        judgment = _stored_repeat(spec, case, sheet, repeat)[2]
+        judgment = stored_repeat(spec, case, sheet, repeat)[2]
         if judgment is None:
             return None
         found.append(judgment)
     return combine(found)
 
 
-def _stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
-                   ) -> tuple[str, str, Judgment | None]:
-    """One repeat's input key, the name it is stored under, and its stored judgment."""
-    key = judgment_key(spec, case, sheet.sha256, sheet.reference)
-    stored_as = case.id if repeat == 0 else f"{case.id}@r{repeat + 1}"
-    if repeat:
-        key = input_key({"judgment": key, "repeat": repeat})
-    if not spec.rejudge:
-        stored = load_stored_judgment(spec.paths, stored_as, key)
-        if stored is None and sheet.reference is None:
-            stored = priced_record(spec, stored_as, key, repeat)
-        if stored is not None:
-            return key, stored_as, _trusted_judgment(spec, case, stored_as, stored)
-    return key, stored_as, None
-
-
-def priced_record(spec: RunSpec, stored_as: str, key: str, repeat: int, write: bool = True
-                  ) -> dict[str, Any] | None:
-    """A judgment stored while the price was part of its key, whose inputs are otherwise
-    this key's: taken, and (``write``) stored again under this key, once, so a new price
-    table never pays for it again."""
-    record = read_json(spec.paths.judgment(stored_as))
-    config = record.get("judge_config") if isinstance(record, dict) else None
-    if not isinstance(config, dict) or not PRICE_KEYS & config.keys():
-        return None
-    assert isinstance(record, dict)
-    unpriced = input_key({
-        "judge": {k: v for k, v in config.items() if k not in PRICE_KEYS},
-        "image_sha256": record.get("image_sha256"),
-        "case_spec_sha256": record.get("case_spec_sha256"), "setting": record.get("setting"),
-        "rubric_version": record.get("rubric_version")})
-    if repeat:
-        unpriced = input_key({"judgment": unpriced, "repeat": repeat})
-    if unpriced != key:
-        return None
-    record["input_key"] = key
-    judgment = record.get("judgment")
-    if config.get("price_usd_per_mtok") is None and isinstance(judgment, dict) \
-            and judgment.get("tokens_in"):
-        judgment["cost_usd"] = None  # stored as 0 when its price was unknown: unknown it is
-    if write:
-        with contextlib.suppress(OSError):  # taken this time all the same; looked at again
-            store_judgment(spec.paths, stored_as, record)
-    return record
+def stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+                  ) -> tuple[str, str, Judgment | None]:
+    """One repeat's input key, the name it is stored under, and its stored judgment when
+    it is reusable (``store/resume.py``) and passes the checks a new one passes."""
+    key = repeat_key(judgment_key(spec, case, sheet.sha256, sheet.reference), repeat)
+    stored_as = judgment_name(case.id, repeat)
+    # A key with a reference never held a price: nothing to take from before a price change.
+    stored = reusable_judgment(spec.paths, stored_as, key, rejudge=spec.rejudge,
+                               repeat=repeat if sheet.reference is None else None)
+    if stored is None:
+        return key, stored_as, None
+    return key, stored_as, _trusted_judgment(spec, case, stored_as, stored)
 
 
 class StoredDataWarning(UserWarning):
@@ -511,7 +481,7 @@ def _check_numbers(judgment: Judgment) -> None:
 
 def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
                   ) -> tuple[Judgment, bool]:
-    key, stored_as, stored = _stored_repeat(spec, case, sheet, repeat)
+    key, stored_as, stored = stored_repeat(spec, case, sheet, repeat)
     if stored is not None:
         return stored, False
     image_sha256, reference = sheet.sha256, sheet.reference

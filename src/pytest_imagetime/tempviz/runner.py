@@ -32,16 +32,8 @@ from ..engine.suite import Suite
 from ..judges.vlm import image_data_url
 from ..models.base import Generated, GenerationRequest, ImageModel, ModelError
 from ..rubric.judgment import JudgeError
-from ..store.run_dir import (
-    RunPaths,
-    dir_slug,
-    find_stored_sheet,
-    input_key,
-    load_stored_image,
-    load_stored_judgment,
-    store_image,
-    store_judgment,
-)
+from ..store.resume import reusable_image, reusable_judgment, reusable_sheet
+from ..store.run_dir import RunPaths, dir_slug, input_key, store_image, store_judgment
 from .judge import Answer, Answers, TempvizJudge
 from .prompts import QUESTIONS, Prompt
 from .record import TempvizRecord
@@ -134,10 +126,8 @@ def image_key(run: TempvizRun, request: GenerationRequest) -> str:
 
 def stored_image(run: TempvizRun, prompt: Prompt) -> StoredImage | None:
     """The item's stored picture when its inputs are unchanged and it decodes; else None."""
-    if run.regenerate:
-        return None
     key = image_key(run, generation_request(run, prompt))
-    stored = load_stored_image(run.paths, prompt.id, key)
+    stored = reusable_image(run.paths, prompt.id, key, regenerate=run.regenerate)
     if stored is None:
         return None
     return StoredImage(stored[0], stored[1], False, stored[2].get("seconds"))
@@ -195,21 +185,21 @@ def _stored_answers(record: Mapping[str, Any]) -> Answers | None:
 
 
 def stored_outcome_exists(run: TempvizRun, prompt: Prompt) -> bool:
-    """Whether the item's image and answers are both stored and current (for dry runs)."""
+    """Whether a run would reuse the item's image and answers (for dry runs)."""
     request = generation_request(run, prompt)
-    stored = find_stored_sheet(run.paths, prompt.id, image_key(run, request))  # not decoded
+    stored = reusable_sheet(run.paths, prompt.id, image_key(run, request),  # not decoded
+                            regenerate=run.regenerate)
     if stored is None:
         return False
-    record = load_stored_judgment(run.paths, prompt.id,
-                                  judgment_key(run, prompt, stored.sha256))
+    record = reusable_judgment(run.paths, prompt.id, judgment_key(run, prompt, stored.sha256),
+                               rejudge=run.rejudge)
     return record is not None and _stored_answers(record) is not None
 
 
 def stored_answers(run: TempvizRun, prompt: Prompt, image: StoredImage) -> Answers | None:
     """The answers stored for this picture and these questions; None when they are asked."""
-    if run.rejudge:
-        return None
-    record = load_stored_judgment(run.paths, prompt.id, judgment_key(run, prompt, image.sha256))
+    record = reusable_judgment(run.paths, prompt.id, judgment_key(run, prompt, image.sha256),
+                               rejudge=run.rejudge)
     return None if record is None else _stored_answers(record)
 
 
