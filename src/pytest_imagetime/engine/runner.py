@@ -55,7 +55,7 @@ from .references import Reference, ReferenceError
 from .run_spec import RunSpec
 from .suite import BackendCall, Suite
 
-if TYPE_CHECKING:  # numpy at the first sheet measured (see _analyze), Pillow at the first read
+if TYPE_CHECKING:  # numpy at the first sheet measured (_measure_pixels), Pillow at the first read
     from PIL import Image
     from typing_extensions import TypeIs
 
@@ -83,7 +83,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _describe(exc: BaseException) -> str:
+def _failure_text(exc: BaseException) -> str:
     return describe_failure(exc, (ModelError, JudgeError))
 
 
@@ -231,7 +231,7 @@ def draw_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | Drawn | It
     pending: list[_Pending] = []
     for index, case in enumerate(cases):
         try:
-            found = _looked_up(spec, case, index)
+            found = _stored_or_pending(spec, case, index)
         except ItemError as exc:
             results[index] = exc
             continue
@@ -239,7 +239,7 @@ def draw_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | Drawn | It
             results[index] = found
         else:
             pending.append(found)
-    for item, outcome, seconds in _draw(spec, pending):
+    for item, outcome, seconds in _call_backend(spec, pending):
         results[item.index] = (outcome if isinstance(outcome, ItemError)
                                else Drawn(item, outcome, seconds, len(pending)))
     return [r for r in results if r is not None]
@@ -249,13 +249,13 @@ def stored_sheet(spec: RunSpec, case: Case) -> Sheet | None:
     """The case's stored sheet when its inputs are unchanged; None when it must be drawn,
     or cannot be (drawing it then says why)."""
     try:
-        found = _looked_up(spec, case, 0)
+        found = _stored_or_pending(spec, case, 0)
     except ItemError:
         return None
     return found if isinstance(found, Sheet) else None
 
 
-def _looked_up(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
+def _stored_or_pending(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
     """The stored sheet, else what drawing the case needs; raises ItemError."""
     reference = reference_for(spec, case)
     request = generation_request(spec, case, reference)
@@ -274,7 +274,7 @@ def planned_calls(spec: RunSpec, cases: Sequence[Case]) -> list[tuple[str, dict[
     pending: list[_Pending] = []
     for index, case in enumerate(cases):
         try:
-            found = _looked_up(spec, case, index)
+            found = _stored_or_pending(spec, case, index)
         except ItemError:
             continue
         if not isinstance(found, Sheet):
@@ -288,7 +288,7 @@ def _batched(spec: RunSpec, pending: Sequence[_Pending]) -> bool:
     return len(pending) > 1 and callable(getattr(spec.model, "generate_batch", None))
 
 
-def _draw(spec: RunSpec, pending: Sequence[_Pending]
+def _call_backend(spec: RunSpec, pending: Sequence[_Pending]
           ) -> list[tuple[_Pending, Generated | ItemError, float]]:
     """Call the backend: one batch when it batches, else one request per sheet (the calls
     ``planned_calls`` names)."""
@@ -317,7 +317,7 @@ def _draw(spec: RunSpec, pending: Sequence[_Pending]
 
 
 def _model_failure(spec: RunSpec, case: Case, exc: BaseException) -> ItemError:
-    error = ItemError(f"model {spec.model.name} failed on {case.id}: {_describe(exc)}")
+    error = ItemError(f"model {spec.model.name} failed on {case.id}: {_failure_text(exc)}")
     error.__cause__ = exc
     return error
 
@@ -332,14 +332,14 @@ def needs_measuring(spec: RunSpec, drawn: Drawn) -> tuple[bool, bool]:
     """What ``store_sheet`` would do to the pixels: encode them, measure them."""
     generated = drawn.generated
     return (not rgb_png(generated.data),
-            spec.grid == SHEET and not _current(generated.facts))
+            spec.grid == SHEET and not _current_metrics(generated.facts))
 
 
 def measured_apart(image: Image.Image, encode: bool, measure: bool) -> Measured:
     """The PNG and the pixel facts ``store_sheet`` would make, made in a measuring process
     (the pipeline's, beside a backend drawing in its own process); byte for byte the same."""
     rgb = image if image.mode == "RGB" else image.convert("RGB")
-    return Measured(encode_png(rgb) if encode else None, _analyze(rgb) if measure else None)
+    return Measured(encode_png(rgb) if encode else None, _measure_pixels(rgb) if measure else None)
 
 
 def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
@@ -347,7 +347,7 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     cannot be written."""
     item, generated = drawn.item, drawn.generated
     case, request = item.case, item.request
-    image = _pixels(spec, drawn)
+    image = _rgb_pixels_checked(spec, drawn)
     record: dict[str, Any] = {
         "format": IMAGE_RECORD_FORMAT, "input_key": item.key, "model": spec.model.name,
         "model_config": dict(spec.model.config()), "case_id": case.id,
@@ -363,12 +363,12 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     metrics = None
     if spec.grid != SHEET:
         record["grid"] = list(spec.grid)
-    elif _current(generated.facts):  # layout facts are about 2x2 sheets
+    elif _current_metrics(generated.facts):  # layout facts are about 2x2 sheets
         record["pixel_metrics"] = dict(generated.facts or {})
     else:
         apart = drawn.measured.metrics if drawn.measured is not None else None
-        metrics = apart if apart is not None else _analyze(image)
-        record["pixel_metrics"] = _facts(metrics)
+        metrics = apart if apart is not None else _measure_pixels(image)
+        record["pixel_metrics"] = _metrics_json(metrics)
     if item.reference is not None:
         record["reference"] = {"sha256": item.reference.sha256,
                                "source": item.reference.source}
@@ -384,7 +384,7 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     return Sheet(image, digest, record, True, item.reference, metrics=metrics)
 
 
-def _pixels(spec: RunSpec, drawn: Drawn) -> Image.Image:
+def _rgb_pixels_checked(spec: RunSpec, drawn: Drawn) -> Image.Image:
     """The drawn sheet as RGB, decoded here if storing it needs its pixels; raises ItemError
     naming its file when they cannot be decoded. A file's chunks can all check out while
     its image data is short or garbled: that shows only when the pixels are read."""
@@ -408,7 +408,7 @@ def _pixels(spec: RunSpec, drawn: Drawn) -> Image.Image:
 
 def obtain_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> tuple[Judgment, bool]:
     """The sheet's judgment; with repeats, each repeat stored on its own, then combined."""
-    results = [_one_judgment(spec, case, sheet, r) for r in range(spec.repeats)]
+    results = [_reused_or_new_judgment(spec, case, sheet, r) for r in range(spec.repeats)]
     return combine([j for j, _ in results]), any(new for _, new in results)
 
 
@@ -461,7 +461,7 @@ def _trusted_judgment(spec: RunSpec, case: Case, stored_as: str,
             _warned.add(path)
         if first:
             warnings.warn(StoredDataWarning(
-                f"the stored judgment {path} cannot be trusted ({_describe(exc)}): judging "
+                f"the stored judgment {path} cannot be trusted ({_failure_text(exc)}): judging "
                 f"{case.id} again"), stacklevel=2)
         return None
     return judgment
@@ -479,7 +479,7 @@ def _check_numbers(judgment: Judgment) -> None:
         raise ValueError(f"labels {list(judgment.labels)!r} are not all text")
 
 
-def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+def _reused_or_new_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
                   ) -> tuple[Judgment, bool]:
     key, stored_as, stored = stored_repeat(spec, case, sheet, repeat)
     if stored is not None:
@@ -493,7 +493,8 @@ def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
         judgment = spec.judge.judge(sheet=to_judge)
         validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
     except Exception as exc:
-        raise ItemError(f"judge {spec.judge.name} failed on {case.id}: {_describe(exc)}") from exc
+        raise ItemError(f"judge {spec.judge.name} failed on {case.id}: "
+                        f"{_failure_text(exc)}") from exc
     store_judgment(spec.paths, stored_as, {
         "format": JUDGMENT_RECORD_FORMAT, "input_key": key, "case_id": case.id,
         "judge_config": dict(spec.judge.config()), "image_sha256": image_sha256,
@@ -504,20 +505,20 @@ def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
     return judgment, True
 
 
-def _analyze(image: Image.Image) -> SheetMetrics:
+def _measure_pixels(image: Image.Image) -> SheetMetrics:
     # Imported at the first sheet measured: a run that only collects never loads numpy.
     from ..sheet.metrics import analyze
 
     return analyze(image)
 
 
-def _facts(measured: SheetMetrics) -> dict[str, Any]:
+def _metrics_json(measured: SheetMetrics) -> dict[str, Any]:
     """The layout facts measured on every sheet, whatever the judge; kept in its record."""
     return {"version": METRICS_VERSION,
             "implied_labels": list(measured.implied_labels()), "values": measured.to_json()}
 
 
-def _current(facts: object) -> bool:
+def _current_metrics(facts: object) -> bool:
     """Whether stored pixel facts are this version's (others are measured again)."""
     return (isinstance(facts, Mapping) and facts.get("version") == METRICS_VERSION
             and isinstance(facts.get("implied_labels"), list)
@@ -529,8 +530,8 @@ def pixel_labels(sheet: Sheet) -> tuple[str, ...]:
     if sheet.metrics is not None:
         return sheet.metrics.implied_labels()
     facts = sheet.record.get("pixel_metrics")
-    if not _current(facts):
-        sheet.metrics = _analyze(sheet.image)
+    if not _current_metrics(facts):
+        sheet.metrics = _measure_pixels(sheet.image)
         return sheet.metrics.implied_labels()
     assert isinstance(facts, Mapping)
     return tuple(str(label) for label in facts["implied_labels"])

@@ -48,7 +48,7 @@ def is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _resolve(kind: str, spec: str, registry: Any, **context: Any) -> Any:
+def _create_backend(kind: str, spec: str, registry: Any, **context: Any) -> Any:
     try:
         return registry.create(spec, **context)
     except (UnknownBackend, ValueError) as exc:
@@ -72,14 +72,16 @@ class ImagetimeState:
     def __init__(self, config: pytest.Config, options: Options) -> None:
         self.config = config
         self.options = options
-        judge: Judge = _resolve("judge", options.judge, JUDGES, options=options.judge_options)
+        judge: Judge = _create_backend("judge", options.judge, JUDGES,
+                                       options=options.judge_options)
         if options.judge_batch:
             judge = self._batch_judge(config, options, judge)
         self.judge = judge
         self.runs: dict[str, RunSpec] = {}
         references = self._references(options)
         for spec in options.models:
-            model: ImageModel = _resolve("model", spec, MODELS, options=options.model_options)
+            model: ImageModel = _create_backend("model", spec, MODELS,
+                                                options=options.model_options)
             _check_model_fits(spec, model, options)
             choice = options.model_options.process
             if may_draw_in_own_process(model, choice):
@@ -184,7 +186,7 @@ class ImagetimeState:
         if options.reference_dir is not None:
             return ReferenceDir(options.reference_dir)
         assert options.reference_model is not None  # parse_options demands one of the two
-        model: ImageModel = _resolve("reference-model", options.reference_model, MODELS,
+        model: ImageModel = _create_backend("reference-model", options.reference_model, MODELS,
                                      options=options.model_options)
         return GeneratedReferences(model, options.out, options.size,
                                    functools.partial(case_seed, options.seed))
@@ -379,14 +381,14 @@ class ImagetimeState:
         assert isinstance(judge, BatchJudge)
         self.write_line(f"[imagetime] batch judging: {len(items)} items, every sheet drawn "
                         f"or found first")
-        judge.prepare(_sheets_of(items))
+        judge.prepare(_drawn_or_stored_sheets(items))
 
 
 def run_label(spec: RunSpec) -> str:
     return f"{with_setting(spec.model.name, spec.setting, spec.grid)} | {spec.judge.name}"
 
 
-def _sheets_of(items: list[CaseItem]) -> Iterator[tuple[RunSpec, Case, Sheet]]:
+def _drawn_or_stored_sheets(items: list[CaseItem]) -> Iterator[tuple[RunSpec, Case, Sheet]]:
     """Each item's sheet, stored or drawn (and stored) here: in batches of the backend's
     batch size, several at once for a hosted backend. Items that cannot have one are left
     out: each reports why when it runs."""

@@ -102,7 +102,7 @@ class DrawnImage:
     seconds: float
 
 
-def _describe(exc: BaseException) -> str:
+def _failure_text(exc: BaseException) -> str:
     if isinstance(exc, (ModelError, JudgeError)):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
@@ -143,7 +143,7 @@ def draw_image(run: TempvizRun, prompt: Prompt) -> StoredImage | DrawnImage | It
     try:
         generated = run.model.generate(request=request)
     except Exception as exc:
-        error = ItemError(f"model {run.model.name} failed on {prompt.id}: {_describe(exc)}")
+        error = ItemError(f"model {run.model.name} failed on {prompt.id}: {_failure_text(exc)}")
         error.__cause__ = exc
         return error
     return DrawnImage(prompt, request, image_key(run, request), generated,
@@ -169,7 +169,7 @@ def judgment_key(run: TempvizRun, prompt: Prompt, image_sha256: str) -> str:
                       "expected": list(prompt.expected)})
 
 
-def _stored_answers(record: Mapping[str, Any]) -> Answers | None:
+def _answers_of_record(record: Mapping[str, Any]) -> Answers | None:
     """The answers of a stored judgment; None when it is damaged (then asked again)."""
     try:
         answers = {q: Answer(str(a["answer"]), a.get("analysis"), str(a["content"]),
@@ -193,14 +193,14 @@ def stored_outcome_exists(run: TempvizRun, prompt: Prompt) -> bool:
         return False
     record = reusable_judgment(run.paths, prompt.id, judgment_key(run, prompt, stored.sha256),
                                rejudge=run.rejudge)
-    return record is not None and _stored_answers(record) is not None
+    return record is not None and _answers_of_record(record) is not None
 
 
 def stored_answers(run: TempvizRun, prompt: Prompt, image: StoredImage) -> Answers | None:
     """The answers stored for this picture and these questions; None when they are asked."""
     record = reusable_judgment(run.paths, prompt.id, judgment_key(run, prompt, image.sha256),
                                rejudge=run.rejudge)
-    return None if record is None else _stored_answers(record)
+    return None if record is None else _answers_of_record(record)
 
 
 def ask_and_store_answers(run: TempvizRun, prompt: Prompt, image: StoredImage) -> Answers:
@@ -210,7 +210,7 @@ def ask_and_store_answers(run: TempvizRun, prompt: Prompt, image: StoredImage) -
         answers = run.judge.answer(prompt, url)
     except Exception as exc:
         raise ItemError(f"judge {run.judge.model} failed on {prompt.id}: "
-                        f"{_describe(exc)}") from exc
+                        f"{_failure_text(exc)}") from exc
     store_judgment(run.paths, prompt.id, {
         "format": JUDGMENT_FORMAT, "input_key": judgment_key(run, prompt, image.sha256),
         "id": prompt.id, "judge_config": dict(run.judge.config()), "image_sha256": image.sha256,

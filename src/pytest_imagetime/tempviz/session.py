@@ -120,7 +120,7 @@ def _unsupported(options: Options) -> list[str]:
     return [name for name, used in given.items() if used]
 
 
-def _judge(options: Options, settings: Settings) -> TempvizJudge:
+def _create_tempviz_judge(options: Options, settings: Settings) -> TempvizJudge:
     name, _, model = options.judge.partition(":")
     if name != "vlm":
         raise pytest.UsageError(f"--imagetime-judge={options.judge}: the TempViz suite asks "
@@ -181,7 +181,7 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _model(spec: str, options: Options) -> ImageModel:
+def _create_model(spec: str, options: Options) -> ImageModel:
     try:
         model: ImageModel = MODELS.create(spec, options=options.model_options)
     except (UnknownBackend, ValueError, ImportError) as exc:
@@ -197,7 +197,7 @@ class TempvizSession:
         self.config = config
         self.options = options
         self.settings = settings
-        self.judge = _judge(options, settings)
+        self.judge = _create_tempviz_judge(options, settings)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
         if options.max_cost is not None and not self.judge.priced:
             raise pytest.UsageError(
@@ -207,7 +207,7 @@ class TempvizSession:
         budget = None if options.max_cost is None else options.max_cost / workers
         self.runs: dict[str, TempvizRun] = {}
         for spec in options.models:
-            model = _model(spec, options)
+            model = _create_model(spec, options)
             self.runs[spec] = TempvizRun(
                 model=model, judge=self.judge,
                 paths=run_paths(options.out, model.name, self.judge.name), size=options.size,
