@@ -1,4 +1,5 @@
-"""One item, start to finish: generate (or reuse), measure, judge (or reuse), cap, score.
+"""The ImageTime suite's item, start to finish: generate (or reuse), measure, judge (or
+reuse), cap, score; ``ImagetimeSuite`` gives these stages to the engine's pipeline.
 
 Nothing here knows about pytest; the plugin turns the outcome into test results. A model or
 judge failure raises ItemError with the reason: the item is an error, never a score of 0.
