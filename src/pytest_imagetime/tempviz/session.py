@@ -22,7 +22,7 @@ from ..engine.item_error import ItemError
 from ..engine.pipeline import CostBudget, Job, Pipeline, model_concurrency
 from ..engine.runner import now
 from ..models.base import ImageModel
-from ..plugin.failure_text import PlainFailures, report_text
+from ..plugin.failure_text import PlainFailures, last_line, report_text
 from ..plugin.markers import Markers
 from ..plugin.options import Options, for_session, option_path
 from ..plugin.scheduling import shard_cases
@@ -160,6 +160,9 @@ def start(config: pytest.Config, options: Options) -> None:
         except UnwritablePath as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[session_key] = session
+    if not _is_xdist_worker(config):  # reports are the controller's, as pytest's LogXML
+        config.pluginmanager.register(TempvizReporter(session), "imagetime-tempviz-reporter")
+    # After the reporter: its session end (closing the pipeline) then comes first.
     config.pluginmanager.register(session, PLUGIN_NAME)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: a TempViz run collects the tables and nothing else.
@@ -190,8 +193,7 @@ def _create_model(spec: str, options: Options) -> ImageModel:
 
 
 class TempvizSession:
-    """Run state of one pytest process: backends, the look-ahead, and on the controller the
-    results."""
+    """Run state of one pytest process: backends, the engine's pipeline, collection."""
 
     def __init__(self, config: pytest.Config, options: Options, settings: Settings) -> None:
         self.config = config
@@ -223,12 +225,7 @@ class TempvizSession:
                                 Outcome] = Pipeline(
             TempvizSuite(), concurrency=concurrency, lookahead=max(2 * concurrency, 2 * drawing),
             budget=CostBudget(budget), generation_concurrency=drawing)
-        self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
         self.markers = Markers(config)
-        self._outcomes: dict[str, tuple[str, str]] = {}
-        self.records: dict[str, list[TempvizRecord]] = {}
-        self.messages: dict[str, str] = {}
-        self.reports: list[tuple[Path, dict[str, Any]]] = []
 
     # ------------------------------------------------------------ collection
 
@@ -278,7 +275,7 @@ class TempvizSession:
         start = items.index(first)
         self.pipeline.plan([i.job for i in items[start:]])
 
-    # ------------------------------------------------------------ results (controller)
+    # ------------------------------------------------------------ running
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item,
@@ -290,14 +287,31 @@ class TempvizSession:
             report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
         return report
 
+    # Before the reporter's: the pipeline stops before the reports are written.
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.pipeline.close()
+
+
+class TempvizReporter:
+    """The controller's records of the TempViz items, and the reports written from them."""
+
+    def __init__(self, session: TempvizSession) -> None:
+        self.session = session
+        self.config = session.config
+        self.options = session.options
+        self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
+        self._outcomes: dict[str, tuple[str, str]] = {}
+        self.records: dict[str, list[TempvizRecord]] = {}
+        self.messages: dict[str, str] = {}
+        self.reports: list[tuple[Path, dict[str, Any]]] = []
+
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._pytest_junit = pytest_junit_of(self.config)
 
     # First: pytest's own JUnit file takes a case's properties from its teardown report.
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if _is_xdist_worker(self.config):
-            return
         if report.when == "setup" and report.failed:
             self._outcomes[report.nodeid] = ("error", report_text(report))
         elif report.when == "call":
@@ -313,7 +327,7 @@ class TempvizSession:
             return  # skipped, or not a TempViz item
         status, text = outcome
         if status == "error":
-            record = record.with_status("error", record.error or _last_line(text)
+            record = record.with_status("error", record.error or last_line(text)
                                         or "setup failed")
         else:
             record = record.with_status(status)
@@ -328,11 +342,8 @@ class TempvizSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.pipeline.close()
-        if _is_xdist_worker(self.config):
-            return
         created = now()
-        for run in self.runs.values():
+        for run in self.session.runs.values():
             records = self.records.get(str(run.paths.run_dir))
             if not records:
                 continue
@@ -345,22 +356,22 @@ class TempvizSession:
 
             write_html([r for _, r in self.reports], self.options.html)
         all_records = [r for rs in self.records.values() for r in rs]
-        if self.junit is not None and all_records:
+        if self.session.junit is not None and all_records:
             from ..report.pytest_junit import junit_family
             from .junit import write_junit
 
-            write_junit(self.junit, all_records, self.messages,
+            write_junit(self.session.junit, all_records, self.messages,
                         case_properties=junit_family(self.config) == "xunit1",
                         root=self.config.invocation_params.dir)
 
     def _manifest(self, run: TempvizRun) -> dict[str, Any]:
-        examples = self.settings.examples
+        examples = self.session.settings.examples
         return {
             "suite": "tempviz",
             "model": {"spec": run.model.name, "config": dict(run.model.config())},
             "judge": {"name": run.judge.name, "style": run.judge.style,
                       "shots": run.judge.shots, "config": dict(run.judge.config())},
-            "size": run.size, "seed": run.seed, "data_dir": str(self.settings.data_dir),
+            "size": run.size, "seed": run.seed, "data_dir": str(self.session.settings.data_dir),
             "run_dir": str(run.paths.run_dir), "questions": dict(QUESTION_NAMES),
             "examples": None if examples is None else {
                 "path": str(examples.path), "sha256": examples.sha256,
@@ -369,7 +380,7 @@ class TempvizSession:
         }
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if _is_xdist_worker(self.config) or not self.reports:
+        if not self.reports:
             return
         tr = terminalreporter
         tr.write_sep("=", "TempViz summary (accuracy: share of yes)")
@@ -378,15 +389,12 @@ class TempvizSession:
         for path, _ in self.reports:
             tr.write_line(f"report: {path}")
             tr.write_line(f"answers: {path.parent / 'answers.csv'}")
-        if self.junit is not None:
-            tr.write_line(f"junit: {self.junit}")
+        if self.session.junit is not None:
+            tr.write_line(f"junit: {self.session.junit}")
         if self.options.html is not None:
             tr.write_line(f"html: {self.options.html / 'index.html'}")
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
 
 
 class TempvizFile(PlainFailures, pytest.File):
