@@ -23,7 +23,7 @@ import pytest
 
 from ..judges.base import JudgeOptions
 from ..models.base import ModelOptions
-from ..models.devices import DeviceError, parse_devices
+from ..models.devices import DeviceError, parse_devices, worker_index
 from ..rubric.facts import SETTINGS, Setting
 from ..sheet.prompts import SHEET, GridError, parse_grid
 from . import shards
@@ -355,8 +355,6 @@ def model_options(config: pytest.Config) -> ModelOptions:
     except DeviceError as exc:
         raise _fail("devices", raw_value(config, "devices"), str(exc)) from None
     key_env = str(raw_value(config, "model-key-env") or defaults.key_env)
-    from ..models.devices import worker_index
-
     return ModelOptions(
         devices=devices,
         worker_index=worker_index(),
@@ -377,6 +375,7 @@ def model_options(config: pytest.Config) -> ModelOptions:
 
 
 def _model_process(config: pytest.Config) -> str:
+    # Read when a model is given: the own-process backend is loaded only for a run.
     from ..models.own_process import PROCESS_CHOICES
 
     raw = raw_value(config, "model-process")

@@ -158,7 +158,7 @@ class ImagetimeReporter:
         if self.state.estimate_printed and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK  # the dry run did what it was asked
         if self.options.update_baseline and self.options.baseline is not None:
-            from ..report.json_report import write_report
+            from ..report.json_report import write_report  # not in a session that only collects
 
             for path, report in self.reports:
                 spec = next(s for s in self.runs.values() if s.paths.report == path)
@@ -170,7 +170,7 @@ class ImagetimeReporter:
             self._write_html(self.options.html)
         self._write_galleries()
         if self.options.junit is not None and self.reports:
-            from ..report.junit import write_junit_items
+            from ..report.junit import write_junit_items  # a session with reports only
 
             # The items this session ran: a report also holds those it kept from earlier runs.
             ran = self._ran_keys
@@ -181,7 +181,7 @@ class ImagetimeReporter:
                               reports=[report for _, report in self.reports],
                               root=self.config.invocation_params.dir)
         if self._pytest_junit is not None:
-            from ..report.junit import pytest_suite_properties
+            from ..report.junit import pytest_suite_properties  # with pytest's --junitxml
 
             self._pytest_junit.suite_properties(
                 pytest_suite_properties([report for _, report in self.reports]))
@@ -209,6 +209,7 @@ class ImagetimeReporter:
     def _write_reports(self) -> None:
         """Each run's report of the items this session ran and of the run directory's other
         current items, compared with its baseline."""
+        # The reports and the gate load when there is something to report.
         from ..engine.runner import now
         from ..gate.compare import compare, gate_json
         from ..report.coverage import coverage_json, kept_items
@@ -272,7 +273,7 @@ class ImagetimeReporter:
 
     def _write_html(self, folder: Path) -> None:
         """The HTML report of this session's runs; failures and errors link to their card."""
-        from ..report.html import case_url, run_pages, write_html
+        from ..report.html import case_url, run_pages, write_html  # only with --imagetime-html
 
         run_dirs = [path.parent for path, _ in self.reports]
         write_html(run_dirs, folder)
@@ -284,7 +285,7 @@ class ImagetimeReporter:
                     self.messages[item["key"]] = f"{text}\n{link}" if text else link
 
     def _manifest(self, spec: RunSpec, records: list[ItemRecord]) -> dict[str, Any]:
-        from ..report.json_report import case_set
+        from ..report.json_report import case_set  # loaded with the reports
 
         return {
             "model": {"spec": spec.model.name, "config": dict(spec.model.config())},
@@ -314,6 +315,7 @@ class ImagetimeReporter:
             tr.write_line(f"dense-grid gallery (qualitative, not scored): {gallery}")
         if not self.reports:
             return
+        # Loaded with the reports, which exist by now.
         from ..gate.compare import gate_lines
         from ..report.summary import summary_lines
 

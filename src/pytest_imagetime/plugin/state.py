@@ -7,6 +7,7 @@ reporter (``reporter.py``) reads it.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,9 +17,16 @@ import pytest
 from ..backends.registry import JUDGES, MODELS, UnknownBackend
 from ..cases.loading import Case, CaseFileError, Problem
 from ..engine.run_spec import RunSpec
+from ..gate.baseline_runs import AmbiguousBaseline, baseline_report, judges_present
 from ..models.own_process import OwnProcessModel, factory_of, may_draw_in_own_process
-from ..store.run_dir import RunPaths, read_json, with_setting
-from ..store.run_lock import FolderClaims
+from ..store.run_dir import (
+    RunPaths,
+    input_key,
+    read_json,
+    remove_abandoned_temporaries,
+    with_setting,
+)
+from ..store.run_lock import FolderClaims, SettingsConflict
 from .markers import Markers
 from .options import Options
 from .replay import session_can_replay
@@ -121,7 +129,7 @@ class ImagetimeState:
     def suite(self) -> Suite:
         """Every case of the case files this run collects from, before -k, -m, --lf or a
         shard select some."""
-        from ..report.coverage import suite_of
+        from ..report.coverage import suite_of  # reports load once the items are known
 
         return suite_of(self.config.args, self.config.invocation_params.dir,
                         self.collected_files)
@@ -129,8 +137,7 @@ class ImagetimeState:
     def _batch_judge(self, config: pytest.Config, options: Options, judge: Judge) -> Judge:
         """The judge of ``--imagetime-judge-batch``; its mistakes are caught here, before
         anything is drawn."""
-        import time
-
+        # The batch judge and the vlm judge's client load only for --imagetime-judge-batch.
         from ..judges.batch import BatchFailure, BatchJudge
         from ..judges.vlm import VlmJudge
 
@@ -163,6 +170,7 @@ class ImagetimeState:
     def pipeline(self) -> CasePipeline:
         """The pipeline of this process's items, made when the first item asks for it."""
         if self._pipeline is None:
+            # The engine loads at the first item: a session that only collects never needs it.
             from ..engine.pipeline import CostBudget, Pipeline, model_concurrency
             from ..engine.runner import ImagetimeSuite
 
@@ -180,6 +188,7 @@ class ImagetimeState:
     def _references(self, options: Options) -> References | None:
         if options.setting != "scaffold":
             return None
+        # Only the scaffold setting has references.
         from ..engine.references import GeneratedReferences, ReferenceDir
         from ..engine.runner import case_seed
 
@@ -198,9 +207,6 @@ class ImagetimeState:
         """Claim each model folder this session writes (``run_lock.py``): a live session
         writing it with other settings is refused here, before any item runs. Then remove
         what killed runs left there half written."""
-        from ..store.run_dir import input_key, remove_abandoned_temporaries
-        from ..store.run_lock import SettingsConflict
-
         folders: dict[Path, dict[str, Any]] = {}
         for run in self.runs.values():
             claim = folders.setdefault(run.paths.model_dir, {"sheets": {
@@ -296,8 +302,6 @@ class ImagetimeState:
     def _find_baseline(self, spec: RunSpec) -> Path | None:
         """The report this run is gated on: its own, or the baseline directory's one run of
         its judge and setting whatever its model is called (a new checkpoint's new spec)."""
-        from ..gate.baseline_runs import AmbiguousBaseline, baseline_report
-
         base = self.options.baseline
         own = self.baseline_path(spec)
         if base is None or own is None or own == base:
@@ -314,8 +318,6 @@ class ImagetimeState:
     def _load_baselines(self) -> dict[str, dict[str, Any]]:
         """Baseline reports by run directory; a missing one is an error unless it is being
         written now."""
-        from ..gate.baseline_runs import judges_present
-
         found: dict[str, dict[str, Any]] = {}
         base = self.options.baseline
         if base is None:
@@ -375,7 +377,7 @@ class ImagetimeState:
     def _judge_in_batches(self, items: list[CaseItem]) -> None:
         """Draw or reuse every sheet of these items, then judge them in batches: the items
         find their judgments with the judge (``judges/batch.py``)."""
-        from ..judges.batch import BatchJudge
+        from ..judges.batch import BatchJudge  # only --imagetime-judge-batch gets here
 
         judge = self.judge
         assert isinstance(judge, BatchJudge)
@@ -394,6 +396,7 @@ def _drawn_or_stored_sheets(items: list[CaseItem]) -> Iterator[tuple[RunSpec, Ca
     out: each reports why when it runs."""
     from concurrent.futures import ThreadPoolExecutor
 
+    # Batch judging only: the engine is loaded by then, these find it in sys.modules.
     from ..engine.pipeline import model_concurrency
     from ..engine.runner import Sheet, generate_sheets
 
