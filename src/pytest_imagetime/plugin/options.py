@@ -223,6 +223,7 @@ def _given(config: pytest.Config, name: str) -> tuple[Any, Path]:
 
 
 def raw_value(config: pytest.Config, name: str) -> Any:
+    """The option's value as given (the command line, else the ini file); None if neither."""
     return _given(config, name)[0]
 
 
