@@ -26,7 +26,7 @@ def test_without_a_model_a_repositorys_tests_run_as_usual(pytester: pytest.Pytes
         import sys
 
         def pytest_sessionfinish(session):
-            loaded = [m for m in ("pytest_imagetime.plugin.session", "numpy") if m in sys.modules]
+            loaded = [m for m in ("pytest_imagetime.plugin.start", "numpy") if m in sys.modules]
             print("LOADED=" + ",".join(loaded))
     """)
     result = pytester.runpytest_subprocess("-s")

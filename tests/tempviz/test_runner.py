@@ -1,4 +1,5 @@
-"""One TempViz item: drawn and asked once, reused while its inputs stay, errors with reasons."""
+"""One TempViz item through the item engine: drawn and asked once, reused while its inputs stay,
+errors with reasons."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.engine.item_error import ItemError
-from pytest_imagetime.engine.pipeline import CostBudget
+from pytest_imagetime.engine.pipeline import CostBudget, Job, Pipeline
 from pytest_imagetime.judges.base import JudgeOptions
 from pytest_imagetime.models.base import Generated, GenerationRequest, ModelError
 from pytest_imagetime.models.procedural import ProceduralModel
@@ -18,8 +19,9 @@ from pytest_imagetime.tempviz.judge import Answer, Answers, TempvizJudge
 from pytest_imagetime.tempviz.prompts import Prompt, load_table
 from pytest_imagetime.tempviz.runner import (
     SUITE_DIR,
+    Outcome,
     TempvizRun,
-    run_item,
+    TempvizSuite,
     run_paths,
     stored_outcome_exists,
 )
@@ -55,6 +57,17 @@ class _Broken(ProceduralModel):
 def prompt(tmp_path: Path) -> Prompt:
     data = write_tables(tmp_path / "data", ["Maps"])
     return load_table(data / "Maps.csv")[0]
+
+
+def run_item(run: TempvizRun, prompt: Prompt, budget: CostBudget | None = None) -> Outcome:
+    """The item run inline, as a process without a plan runs it."""
+    pipeline = Pipeline(TempvizSuite(), concurrency=1, lookahead=2, budget=budget)
+    try:
+        outcome = pipeline.outcome(Job(prompt.id, run, prompt, run.base_record(prompt)))
+    finally:
+        pipeline.close()
+    assert isinstance(outcome, Outcome)
+    return outcome
 
 
 def _run(tmp_path: Path, judge: _Judge, **changes: object) -> TempvizRun:
@@ -135,8 +148,8 @@ def test_a_judge_failure_is_an_item_error_with_its_reason(tmp_path: Path,
 def test_a_spent_budget_asks_nothing(tmp_path: Path, prompt: Prompt) -> None:
     budget = CostBudget(0.01)
     judge = _Judge()
-    run_item(_run(tmp_path, judge, budget=budget), prompt)
+    run_item(_run(tmp_path, judge), prompt, budget)
     assert budget.spent_usd == pytest.approx(0.01)
     with pytest.raises(ItemError, match="the judge budget is spent"):
-        run_item(_run(tmp_path, judge, budget=budget, rejudge=True), prompt)
+        run_item(_run(tmp_path, judge, rejudge=True), prompt, budget)
     assert judge.asked == [prompt.id]

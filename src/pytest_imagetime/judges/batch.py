@@ -37,7 +37,7 @@ from ..backends.openai_client import server_message
 from ..cases.model import Case
 from ..engine.item_error import ItemError
 from ..engine.run_spec import RunSpec
-from ..engine.runner import Sheet, _stored_repeat, stored_sheet
+from ..engine.runner import Sheet, stored_repeat, stored_sheet
 from ..rubric.judgment import JudgeError, Judgment
 from ..store.atomic import atomic_write_text, read_json
 from .base import SheetToJudge
@@ -218,7 +218,7 @@ class BatchJudge:
                 continue
             answer_key = (str(spec.paths.image(case.id)), sheet.sha256)
             for repeat in range(spec.repeats):
-                key, _, stored = _stored_repeat(spec, case, sheet, repeat)
+                key, _, stored = stored_repeat(spec, case, sheet, repeat)
                 if stored is None:
                     requests.append(_Request(key[:40], spec, case, answer_key))
         return requests

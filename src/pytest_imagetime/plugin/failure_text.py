@@ -42,3 +42,9 @@ def report_text(report: Any) -> str:
     writer.hasmarkup = False
     longrepr.toterminal(writer)
     return buffer.getvalue().strip()
+
+
+def last_line(text: str) -> str:
+    """The last line of a failure text that says something: its reason, after a traceback."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""

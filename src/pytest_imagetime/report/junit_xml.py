@@ -1,9 +1,10 @@
 """JUnit XML text from test cases, written directly as text.
 
-Both suites' JUnit files (ImageTime's and TempViz's) come through here. A run carries tens of
-thousands of ``<property>`` elements, so the text is written directly rather than built and
-serialised as an ElementTree. The layout is what ``ElementTree.indent`` gives (two spaces a
-level), so files read and diff as ElementTree's would.
+Both suites' JUnit files (ImageTime's and TempViz's) come through this one writer; what
+differs between them is the content of their cases (``report/junit.py``,
+``tempviz/junit.py``). It writes text rather than an ElementTree, since a large run carries
+tens of thousands of ``<property>`` elements (docs/performance.md, "The plugin's JUnit
+file"). The layout is what ``ElementTree.indent`` gives (two spaces a level).
 """
 
 from __future__ import annotations
