@@ -50,6 +50,9 @@ class Plain:
     name = "plain"
     scored_dims = frozenset({"C0"})
 
+    def __init__(self, argument: str | None = None) -> None:
+        self.argument = argument
+
     def config(self) -> Mapping[str, Any]:
         return {"judge": "plain"}
 
@@ -74,6 +77,9 @@ class Featured(Plain):
 
 class NoJudge:
     name = "no-judge"
+
+    def __init__(self, argument: str | None = None) -> None:
+        self.argument = argument
 
     def config(self) -> Mapping[str, Any]:
         return {}

@@ -93,6 +93,9 @@ class Featured(Plain):
 class NoGenerate:
     name = "no-generate"
 
+    def __init__(self, argument: str | None = None) -> None:
+        self.argument = argument
+
     def config(self) -> Mapping[str, Any]:
         return {}
 
@@ -174,13 +177,13 @@ def test_a_backend_without_generate_is_refused_by_name() -> None:
 REGISTRY = Registry("model", "imagetime.test-models-none", {
     "plain": "tests.models.test_base:Plain",
     "broken": "tests.models.test_base:NoGenerate",
-    "minimal": "tests.models.test_base:Minimal",
+    "procedural": "pytest_imagetime.models.procedural:ProceduralModel",
 }, "pytest_imagetime.models.base:adapt_model")
 
 
 def test_the_registry_adapts_what_it_creates() -> None:
     plain = REGISTRY.create("plain:arg")
     assert isinstance(plain, PluginModel) and plain.config() == {"argument": "arg"}
-    assert isinstance(REGISTRY.create("minimal"), Minimal)
+    assert isinstance(REGISTRY.create("procedural"), ProceduralModel)  # inherits: not wrapped
     with pytest.raises(IncompleteBackend, match=r"'broken'.*has no generate"):
         REGISTRY.create("broken")
