@@ -14,7 +14,7 @@ from pytest_imagetime.engine.canaries import (
     canary_cases,
     run_canaries,
 )
-from pytest_imagetime.judges.base import SheetToJudge
+from pytest_imagetime.judges.base import Judge, SheetToJudge
 from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.rubric.facts import ALL_DIMS, RUBRIC_VERSION
 from pytest_imagetime.rubric.judgment import JudgeError, Judgment
@@ -60,7 +60,7 @@ def test_canaries_are_the_same_sheets_every_time() -> None:
     assert [r["scores"] for r in again] == [r["scores"] for r in _pixel_results()]
 
 
-class _Failing:
+class _Failing(Judge):
     """A judge whose calls fail, and one whose answers break the rubric."""
 
     def __init__(self, invalid: bool) -> None:

@@ -31,7 +31,7 @@ from tests.builders import make_case
 def _spec(batch_size: int = 1, concurrency: int = 1, cpu_bound: bool = False,
           judge_cpu_bound: bool = False) -> RunSpec:
     """What the pipeline reads of a run; the stand-in stages below never look at it."""
-    model = SimpleNamespace(concurrency=concurrency, cpu_bound=cpu_bound)
+    model = SimpleNamespace(concurrency=concurrency, cpu_bound=cpu_bound, in_own_process=False)
     judge = SimpleNamespace(cpu_bound=judge_cpu_bound)
     return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True, model=model,
                                          judge=judge))
@@ -252,7 +252,8 @@ def test_a_backend_drawing_apart_is_sent_each_group_and_the_next_one_ahead(
         model = SimpleNamespace(concurrency=1, cpu_bound=False, in_own_process=apart,
                                 draw_ahead=draw_ahead)
         return cast(RunSpec, SimpleNamespace(batch_size=batch_size, judged=True, model=model,
-                                             judge=SimpleNamespace(), setting=setting))
+                                             judge=SimpleNamespace(cpu_bound=False),
+                                             setting=setting))
 
     stages = Stages()
     pipeline = staged(2, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)

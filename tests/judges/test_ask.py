@@ -9,12 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_imagetime.judges.ask import (
-    JsonAsker,
-    api_key,
-    short,
-    strict_format,
-)
+from pytest_imagetime.backends.openai_client import api_key
+from pytest_imagetime.judges.ask import JsonAsker, short, strict_format
 from pytest_imagetime.judges.base import JudgeOptions
 from pytest_imagetime.rubric.judgment import JudgeError
 from tests.fake_openai import ChatServer, ServerState, chat_server

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.report.scores_csv import (
     COLUMNS,
     JUDGE_PROMPT,
@@ -67,13 +68,13 @@ def test_every_item_is_written_whatever_the_size(tmp_path: Path, count: int) -> 
 
 
 def test_the_judges_prompt_is_kept_when_it_has_one(tmp_path: Path) -> None:
-    class Prompted:
+    class Prompted(PixelJudge):
         def prompt_template(self) -> str:
             return "You judge sheets."
 
     write_run_records(tmp_path / "a", Prompted(), [_item()])
     assert (tmp_path / "a" / JUDGE_PROMPT).read_text() == "You judge sheets."
     assert len((tmp_path / "a" / SCORES_CSV).read_text().splitlines()) == 2
-    write_run_records(tmp_path / "b", object(), [])
+    write_run_records(tmp_path / "b", PixelJudge(), [])  # no prompt of its own
     assert not (tmp_path / "b" / JUDGE_PROMPT).exists()
     assert (tmp_path / "b" / SCORES_CSV).read_text().splitlines() == [",".join(COLUMNS)]

@@ -249,7 +249,7 @@ def test_free_form_answers_are_matched_by_the_documented_rule(
      '"answer": "c"}]}', "not one of its options"),
     ('{"questions": [{"kind": "yes", "question": "q", "answer": "a"}]}', "open or choice")])
 def test_unusable_question_replies_are_asked_again(content: str, problem: str) -> None:
-    from pytest_imagetime.judges.vlm import InvalidAnswer
+    from pytest_imagetime.backends.openai_client import InvalidAnswer
     from pytest_imagetime.research.tempviz_paper.vqa import parse_questions
 
     with pytest.raises(InvalidAnswer, match=problem):

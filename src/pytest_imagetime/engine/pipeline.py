@@ -64,12 +64,12 @@ class CostBudget:
 
 def model_concurrency(spec: EngineRun) -> int:
     """Calls in flight the run's backend takes: 1 unless it says otherwise (hosted APIs)."""
-    return max(1, int(getattr(spec.model, "concurrency", 1) or 1))
+    return max(1, spec.model.concurrency)
 
 
 def cpu_bound(spec: EngineRun) -> bool:
     """Whether the run's backend draws on this machine's CPU (``cpu_bound``)."""
-    return bool(getattr(spec.model, "cpu_bound", False))
+    return spec.model.cpu_bound
 
 
 def measures_apart(spec: EngineRun) -> bool:
@@ -77,14 +77,14 @@ def measures_apart(spec: EngineRun) -> bool:
     backend draws in a process of its own (``--imagetime-model-process``), this process's
     interpreter lock is then only the harness's, and a sheet's PNG and pixel facts would
     take it from pytest and the judge."""
-    return bool(getattr(spec.model, "in_own_process", False))
+    return spec.model.in_own_process
 
 
 def judged_in_place(spec: EngineRun) -> bool:
     """Whether a sheet is judged on the thread that has it (its judge computes in this
     process, ``cpu_bound``, or there is no judgment) rather than in the judge pool, which
     is there to overlap the waits of judges that call a server."""
-    return not spec.judged or bool(getattr(spec.judge, "cpu_bound", False))
+    return not spec.judged or spec.judge.cpu_bound
 
 
 class Pipeline(Generic[RunT, ItemT, RecordT, StoredT, DrawnT, OutcomeT]):
@@ -240,8 +240,7 @@ class Pipeline(Generic[RunT, ItemT, RecordT, StoredT, DrawnT, OutcomeT]):
         one back, without waiting for this process to ask. Not where the suite cannot tell
         the calls ahead (the scaffold setting, whose lookups may draw references)."""
         spec = group[0][0].spec
-        send = getattr(spec.model, "draw_ahead", None)
-        if not (callable(send) and measures_apart(spec)):
+        if not measures_apart(spec):
             return
         upcoming = _peek_group(work) if work and work[0][0].spec is spec else []
         # A group queued with the last one is not looked up again. Group by group: each is
@@ -251,7 +250,8 @@ class Pipeline(Generic[RunT, ItemT, RecordT, StoredT, DrawnT, OutcomeT]):
         then = self._suite.calls_ahead(spec, [job.case for job, _ in upcoming])
         if now is None or then is None:
             return
-        self._queued_ahead = {job.key for job, _ in upcoming} if send([*now, *then]) else set()
+        queued_now = spec.model.draw_ahead(calls=[*now, *then])
+        self._queued_ahead = {job.key for job, _ in upcoming} if queued_now else set()
 
     def _take_slots(self, count: int) -> bool:
         """Wait for room for ``count`` more sheets; False (holding none) once stopping."""

@@ -23,6 +23,13 @@ if TYPE_CHECKING:  # typing_extensions is there wherever mypy is; Python 3.13 ha
     from ..models.base import ImageModel
 
 
+class EngineJudge(Protocol):
+    """What the engine reads of a run's judge."""
+
+    @property
+    def cpu_bound(self) -> bool: ...
+
+
 class EngineRun(Protocol):
     """What the engine reads of a run (a model x judge of a session)."""
 
@@ -30,7 +37,7 @@ class EngineRun(Protocol):
     def model(self) -> ImageModel: ...
 
     @property
-    def judge(self) -> object: ...
+    def judge(self) -> EngineJudge: ...
 
     @property
     def batch_size(self) -> int: ...

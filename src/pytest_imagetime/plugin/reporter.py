@@ -63,8 +63,7 @@ class ImagetimeReporter:
             from ..engine.canaries import run_canaries  # draws sheets: numpy only when asked for
 
             # Judged at once, before the items: through the judge a batch wraps.
-            judge = getattr(self.state.judge, "inner", self.state.judge)
-            self.canaries = run_canaries(judge, self.options.setting)
+            self.canaries = run_canaries(self.state.judge.answering, self.options.setting)
 
     # First: pytest's own JUnit file takes a case's properties from its teardown report.
     @pytest.hookimpl(tryfirst=True)

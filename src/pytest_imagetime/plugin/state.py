@@ -62,7 +62,7 @@ def _create_backend(kind: str, spec: str, registry: Any, **context: Any) -> Any:
 
 
 def _check_model_fits(spec: str, model: ImageModel, options: Options) -> None:
-    if options.setting == "scaffold" and not getattr(model, "accepts_reference", False):
+    if options.setting == "scaffold" and not model.accepts_reference:
         raise pytest.UsageError(
             f"--imagetime-model={spec}: this backend cannot complete a scaffold (it takes no "
             f"reference image); the scaffold setting needs an edit-capable backend: "
@@ -100,7 +100,7 @@ class ImagetimeState:
                                       batch_size=options.model_options.batch_size)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
         budget = None if options.max_cost is None else options.max_cost / workers
-        if budget is not None and getattr(judge, "price", True) is None:
+        if budget is not None and judge.calls_a_model and judge.price is None:
             raise pytest.UsageError(
                 f"--imagetime-max-cost needs the judge's price, and none is known for "
                 f"{judge.config().get('judge_model')!r}: give --imagetime-judge-price=IN,OUT "
@@ -244,12 +244,11 @@ class ImagetimeState:
         """Refuse a model that can make none of the selected cases (``files:DIR`` without
         a file for any of them) before the first item, where a backend can tell."""
         for spec, run in self.runs.items():
-            check = getattr(run.model, "check_selection", None)
             case_ids = [case_id for of, case_id in selected if of is run]
-            if not callable(check) or not case_ids:
+            if not case_ids:
                 continue
             try:
-                check(case_ids)
+                run.model.check_selection(case_ids=case_ids)
             except ValueError as exc:
                 raise pytest.UsageError(f"--imagetime-model={spec}: {exc}") from None
 
@@ -259,9 +258,7 @@ class ImagetimeState:
         if self._pipeline is not None:
             self._pipeline.close()
         for run in self.runs.values():
-            close = getattr(run.model, "close", None)
-            if callable(close):
-                close()
+            run.model.close()
 
     def write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

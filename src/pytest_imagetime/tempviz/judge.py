@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..backends.openai_client import InvalidAnswer, message_text, usage_tokens
 from ..backends.prices import cost_usd
-from ..judges.ask import JsonAsker, message_text, short
+from ..judges.ask import JsonAsker, short
 from ..judges.base import JudgeOptions
-from ..judges.vlm import InvalidAnswer, usage_tokens
 from ..rubric.judgment import JudgeError
 from ..store.paths import dir_slug
 from .examples import Example, Examples
@@ -142,8 +142,7 @@ def parse_instructed(content: str) -> tuple[str, str | None]:
 
 
 class TextAsker(JsonAsker):
-    """The probe's client (retries, error mapping, redaction, prices) for plain-text
-    answers."""
+    """The probe's asker (its endpoint, redaction and prices) for plain-text answers."""
 
     def ask_text(self, messages: list[dict[str, Any]],
                  parse: Callable[[str], tuple[str, str | None]]
@@ -168,6 +167,8 @@ class TextAsker(JsonAsker):
 
 class TempvizJudge:
     """Asks Q1, Q2 and Q3 about one image; thread-safe (one pooled client)."""
+
+    cpu_bound = False  # it waits on a server: its calls overlap in the engine's judge pool
 
     def __init__(self, options: JudgeOptions, style: str = "simple",
                  examples: Examples | None = None, model: str | None = None) -> None:

@@ -119,12 +119,11 @@ def generation_request(run: TempvizRun, prompt: Prompt) -> GenerationRequest:
 
 
 def image_key(run: TempvizRun, request: GenerationRequest) -> str:
-    token_of = getattr(run.model, "input_token", None)
     return input_key({
         "suite": SUITE_DIR, "model": run.model.name, "config": dict(run.model.config()),
         "id": request.case.id, "prompt_sha256": hashlib.sha256(request.text.encode()).hexdigest(),
         "size": request.size, "seed": request.seed, "kind": request.kind,
-        "token": token_of(request) if callable(token_of) else None})
+        "token": run.model.input_token(request=request)})
 
 
 def stored_image(run: TempvizRun, prompt: Prompt) -> StoredImage | None:

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...backends.openai_client import InvalidAnswer
 from ...judges.ask import short
-from ...judges.vlm import InvalidAnswer
 from ...tempviz.judge import TextAsker
 
 ELEMENT_CATEGORIES = ("object", "human", "animal", "food", "activity", "attribute", "counting",
