@@ -81,6 +81,9 @@ MODELS = Registry("model", "imagetime.models", {
     "diffusers": _DIFFUSERS,
     **dict.fromkeys(DIFFUSERS_PRESETS, _DIFFUSERS),
     "openai-images": "pytest_imagetime.models.openai_images:OpenAIImagesModel",
+    "gemini-image": "pytest_imagetime.models.gemini_images:GeminiImageModel",
+    "seedream": "pytest_imagetime.models.seedream:SeedreamModel",
+    "bfl": "pytest_imagetime.models.bfl:BflModel",
 })
 JUDGES = Registry("judge", "imagetime.judges", {
     "vlm": "pytest_imagetime.judges.vlm:VlmJudge",
