@@ -204,7 +204,12 @@ class GeminiImageModel(HostedModel):
     def generate(self, *, request: GenerationRequest) -> Generated:
         started = time.perf_counter()
         fields = self.request_config(request)
-        config = self._genai.types.GenerateContentConfig(**fields)
+        types = self._genai.types
+        # Typed parts: the SDK renames the fields of its own types only (thinkingLevel, ...).
+        config = types.GenerateContentConfig(**{
+            **fields, "image_config": types.ImageConfig(**fields["image_config"]),
+            **({"thinking_config": types.ThinkingConfig(**fields["thinking_config"])}
+               if "thinking_config" in fields else {})})
         response = self.calls.call(lambda: self._client.models.generate_content(
             model=self.model, contents=request.text, config=config))
         raw, mime, count = self._first_image(response)
@@ -234,7 +239,7 @@ class GeminiImageModel(HostedModel):
                   and getattr(p.inline_data, "data", None)]
         finish = _name(getattr(candidate, "finish_reason", None))
         if not images:
-            message = getattr(candidate, "finish_message", None) or "no message"
+            message = getattr(candidate, "finish_message", None) or "no message given"
             if finish in BLOCKED:
                 raise ModelError(f"the Gemini API withheld the image (content policy, "
                                  f"{finish}): {message}")
