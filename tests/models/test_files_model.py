@@ -65,9 +65,9 @@ def test_input_token_changes_when_the_file_changes(tmp_path: Path, case: Case) -
     path = tmp_path / f"{case.id}.png"
     Image.new("RGB", (8, 8)).save(path)
     model = FilesModel(str(tmp_path))
-    before = model.input_token(_request(case))
+    before = model.input_token(request=_request(case))
     Image.new("RGB", (9, 9), (200, 0, 0)).save(path)
-    assert model.input_token(_request(case)) != before
+    assert model.input_token(request=_request(case)) != before
 
 
 def _spec(source: Path, out: Path) -> RunSpec:

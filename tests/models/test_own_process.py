@@ -19,7 +19,12 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.backends.registry import MODELS
-from pytest_imagetime.models.base import GenerationRequest, ModelError, ModelOptions
+from pytest_imagetime.models.base import (
+    GenerationRequest,
+    ModelError,
+    ModelOptions,
+    adapt_model,
+)
 from pytest_imagetime.models.diffusers_backend import forget_pipelines
 from pytest_imagetime.models.own_process import (
     OwnProcessModel,
@@ -289,8 +294,8 @@ def test_calls_sent_ahead_are_drawn_once_before_they_are_asked_for(
         logged_child: tuple[OwnProcessModel, Path]) -> None:
     model, log = logged_child
     model.generate(request=_request(seed=1))  # starts the child
-    assert model.draw_ahead(_ahead(_request(seed=2), _request(seed=3)))
-    assert model.draw_ahead(_ahead(_request(seed=3)))  # queued already: not sent again
+    assert model.draw_ahead(calls=_ahead(_request(seed=2), _request(seed=3)))
+    assert model.draw_ahead(calls=_ahead(_request(seed=3)))  # queued already: not sent again
     deadline = time.monotonic() + 30
     while len(_drawn(log)) < 3:  # drawn without being asked for
         assert time.monotonic() < deadline, f"the child did not draw ahead: {_drawn(log)}"
@@ -304,11 +309,11 @@ def test_calls_sent_ahead_are_drawn_once_before_they_are_asked_for(
 def test_nothing_goes_ahead_before_the_first_drawing_or_when_drawing_here(
         tmp_path: Path, logged_child: tuple[OwnProcessModel, Path]) -> None:
     model, log = logged_child
-    assert not model.draw_ahead(_ahead(_request(seed=2)))
+    assert not model.draw_ahead(calls=_ahead(_request(seed=2)))
     assert model.drawing_pid is None  # sending ahead never starts a child
     here = OwnProcessModel(functools.partial(backends.ChildBackend),
                            backends.ChildBackend(on_gpu=False), "auto")
-    assert not here.draw_ahead(_ahead(_request(seed=2)))
+    assert not here.draw_ahead(calls=_ahead(_request(seed=2)))
     assert here.drawing_pid is None
     assert here.generate(request=_request(seed=2)).details["pid"] == os.getpid()
     assert _drawn(log) == ["2 draw"]  # the local backend's drawing, in this process
@@ -320,7 +325,7 @@ def test_calls_behind_one_that_cannot_go_ahead_are_not_sent(
     model.generate(request=_request(seed=1))
     unpicklable = GenerationRequest(make_case(), "prompt-only", 64, 2, prompt=backends.DRAW,
                                     scaffold=threading.Lock())  # type: ignore[arg-type]
-    assert not model.draw_ahead(_ahead(unpicklable, _request(seed=3)))
+    assert not model.draw_ahead(calls=_ahead(unpicklable, _request(seed=3)))
     assert model.generate(request=_request(seed=4)).details["seed"] == 4
     assert _drawn(log) == ["1 draw", "4 draw"]  # seed 3 never went: it would come first
 
@@ -329,7 +334,7 @@ def test_an_answer_no_call_asks_for_is_dropped(
         logged_child: tuple[OwnProcessModel, Path]) -> None:
     model, log = logged_child
     model.generate(request=_request(seed=1))
-    model.draw_ahead(_ahead(_request(seed=2), _request(backends.MODEL_ERROR, seed=3)))
+    model.draw_ahead(calls=_ahead(_request(seed=2), _request(backends.MODEL_ERROR, seed=3)))
     drawn = model.generate(request=_request(seed=5))  # neither: both answers go
     assert drawn.details["seed"] == 5
     assert model.generate(request=_request(seed=6)).details["seed"] == 6
@@ -341,7 +346,7 @@ def test_a_batch_sent_ahead_answers_its_batch_call(
     model, log = logged_child
     model.generate(request=_request(seed=1))
     requests = [_request(seed=2), _request(seed=3)]
-    model.draw_ahead([("generate_batch", {"requests": requests})])
+    model.draw_ahead(calls=[("generate_batch", {"requests": requests})])
     assert [d.details["seed"] for d in model.generate_batch(requests=requests)] == [2, 3]
     assert _drawn(log) == ["1 draw", "2 draw", "3 draw"]
 
@@ -351,7 +356,7 @@ def test_a_child_that_dies_on_a_call_sent_ahead_fails_that_call(
     model, _ = logged_child
     dead = model.generate(request=_request(seed=1)).details["pid"]
     kill = _request(backends.KILL, seed=2)
-    model.draw_ahead(_ahead(kill))
+    model.draw_ahead(calls=_ahead(kill))
     with pytest.raises(ModelError, match=r"killed by SIGKILL"):
         model.generate(request=kill)
     again = model.generate(request=_request(seed=3)).details
@@ -362,7 +367,7 @@ def test_a_call_queued_behind_the_one_that_killed_the_child_goes_to_a_new_one(
         logged_child: tuple[OwnProcessModel, Path]) -> None:
     model, log = logged_child
     dead = model.generate(request=_request(seed=1)).details["pid"]
-    model.draw_ahead(_ahead(_request(backends.KILL, seed=2), _request(seed=3)))
+    model.draw_ahead(calls=_ahead(_request(backends.KILL, seed=2), _request(seed=3)))
     drawn = model.generate(request=_request(seed=3))  # the child never started it
     assert drawn.details["seed"] == 3 and drawn.details["pid"] != dead
     assert _drawn(log) == ["1 draw", "3 draw"]
@@ -376,7 +381,7 @@ def test_close_ends_a_child_drawing_ahead_without_waiting_for_its_drawings(
     monkeypatch.setattr(own_process, "JOIN_TIMEOUT_S", 60.0)  # a wait would show
     model.generate(request=_request(seed=1))
     process = model._child._process
-    model.draw_ahead(_ahead(_request(backends.SLOW, seed=2)))
+    model.draw_ahead(calls=_ahead(_request(backends.SLOW, seed=2)))
     deadline = time.monotonic() + 30
     while f"2 {backends.SLOW} start" not in log.read_text():
         assert time.monotonic() < deadline, "the child did not start the drawing ahead"
@@ -411,7 +416,7 @@ def test_the_planned_calls_are_the_calls_draw_sheets_makes(
     model.generate(request=_request(seed=1))  # the child runs
     calls = planned_calls(spec, cases)
     assert [method for method, _ in calls] == ["generate" if count == 1 else "generate_batch"]
-    model.draw_ahead(calls)
+    model.draw_ahead(calls=calls)
     drawn = draw_sheets(spec, cases)
     assert len(_drawn(log)) == 1 + count  # each case once: every answer was taken
     for drawing in drawn:
@@ -469,7 +474,8 @@ def test_auto_draws_here_when_the_backend_does_not_draw_on_a_gpu() -> None:
 ], ids=["procedural-on", "procedural-off", "procedural-auto", "gpu-on", "gpu-off", "gpu-auto",
         "declared-cpu-auto", "declared-cpu-off"])
 def test_may_draw_in_own_process(model: object, choice: str, expected: bool) -> None:
-    assert may_draw_in_own_process(model, choice) is expected
+    # A third-party backend is adapted as the registry adapts it.
+    assert may_draw_in_own_process(adapt_model(model, "under-test"), choice) is expected
 
 
 def test_a_diffusers_pipeline_draws_in_the_child_what_it_draws_here(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Backends by name: built-ins plus third-party ones from an entry-point group.
+"""Backends by name: built-ins plus third-party ones from an entry-point group, what a loaded
+backend must have, and the optional packages a backend needs with the ``pip install`` for them.
 
 A spec is ``NAME`` or ``NAME:ARGUMENT`` (``procedural:copied``, ``files:/data/sheets``).
 Backends are imported only when used, so heavy libraries load only for the runs that need them.
@@ -7,16 +8,85 @@ Backends are imported only when used, so heavy libraries load only for the runs 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
 class UnknownBackend(LookupError):
     pass
+
+
+class IncompleteBackend(ValueError):
+    """A loaded backend lacks a method every backend of its kind must have."""
+
+
+@dataclass(frozen=True)
+class Extra:
+    """One of the package's extras: the packages it installs that a backend imports."""
+
+    packages: tuple[str, ...]
+    called: str | None = None  # how a message names it; None: the missing packages' names
+
+
+# The extras of pyproject.toml that backends need, by extra name.
+EXTRAS: Mapping[str, Extra] = {
+    "diffusers": Extra(("torch", "diffusers", "transformers")),
+    "openai": Extra(("openai",), "the openai package"),
+}
+
+
+def install_hint(extra: str) -> str:
+    """The exact command that installs an extra."""
+    return f"pip install 'pytest-imagetime[{extra}]'"
+
+
+def missing_extra(extra: str, who: str, missing: Sequence[str] = (),
+                  alternative: str = "") -> ImportError:
+    """The error for a backend whose extra is not installed: what it needs, the command, and
+    what else the user may do (``alternative``)."""
+    what = EXTRAS[extra].called or ", ".join(missing or EXTRAS[extra].packages)
+    return ImportError(f"{who} needs {what}: {install_hint(extra)}"
+                       + (f"; {alternative}" if alternative else ""))
+
+
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a finder that refuses it, a module without a spec
+        return False
+
+
+def require_extra(extra: str, who: str, alternative: str = "") -> None:
+    """Raise ``missing_extra`` unless every package of the extra is installed; imports none of
+    them, so a backend can check at construction what it loads at its first drawing."""
+    missing = [p for p in EXTRAS[extra].packages if not _installed(p)]
+    if missing:
+        raise missing_extra(extra, who, missing, alternative)
+
+
+def import_extra(extra: str, module: str, who: str, alternative: str = "") -> ModuleType:
+    """``module`` of an extra, imported; ``missing_extra`` when it cannot be."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise missing_extra(extra, who, [module], alternative) from None
+
+
+def check_required(backend: object, name: str, kind: str, required: Sequence[str],
+                   base: str) -> None:
+    """IncompleteBackend naming the backend and the methods it lacks, when it lacks any."""
+    missing = [m for m in required if not hasattr(backend, m)]
+    if missing:
+        raise IncompleteBackend(
+            f"the {kind} {name!r} ({type(backend).__module__}.{type(backend).__qualname__}) "
+            f"has no {', '.join(missing)}; a {kind} needs {', '.join(required)} "
+            f"(see {base})")
 
 
 def spec_path(argument: str, base: Path | None) -> Path:
@@ -31,6 +101,9 @@ class Registry:
     kind: str  # "model" or "judge"
     group: str  # entry-point group
     builtins: Mapping[str, str]  # name -> "module:attribute"
+    # "module:function" that checks a created backend and gives it the optional features its
+    # kind declares: (backend, name) -> backend.
+    adapter: str
 
     def available(self) -> dict[str, str]:
         found = dict(self.builtins)
@@ -47,10 +120,8 @@ class Registry:
             raise UnknownBackend(f"unknown {self.kind} {name!r}; available: {names} "
                                  f"(third-party {self.kind}s register in the "
                                  f"{self.group!r} entry-point group)")
-        module_name, _, attribute = target.partition(":")
-        obj: Callable[[str | None], Any] = getattr(importlib.import_module(module_name),
-                                                   attribute)
-        return obj
+        factory: Callable[[str | None], Any] = _load(target)
+        return factory
 
     def create(self, spec: str, **context: Any) -> Any:
         """Build a backend; ``context`` (e.g. ``options=``) goes to factories that take it, and
@@ -65,7 +136,14 @@ class Registry:
             accepted = {}  # type: ignore[assignment]
         takes_all = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
         extra = {k: v for k, v in context.items() if takes_all or k in accepted}
-        return factory(argument if sep else None, **extra)
+        adapt: Callable[[Any, str], Any] = _load(self.adapter)
+        return adapt(factory(argument if sep else None, **extra), name)
+
+
+def _load(target: str) -> Any:
+    """The object a ``module:attribute`` target names."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
 
 
 _DIFFUSERS = "pytest_imagetime.models.diffusers_backend:DiffusersModel"
@@ -84,10 +162,10 @@ MODELS = Registry("model", "imagetime.models", {
     "gemini-image": "pytest_imagetime.models.gemini_images:GeminiImageModel",
     "seedream": "pytest_imagetime.models.seedream:SeedreamModel",
     "bfl": "pytest_imagetime.models.bfl:BflModel",
-})
+}, "pytest_imagetime.models.base:adapt_model")
 JUDGES = Registry("judge", "imagetime.judges", {
     "vlm": "pytest_imagetime.judges.vlm:VlmJudge",
     "pixel": "pytest_imagetime.judges.pixel:PixelJudge",
     "replay": "pytest_imagetime.judges.replay:ReplayJudge",
     "vlm-chain": "pytest_imagetime.judges.chain:ChainJudge",
-})
+}, "pytest_imagetime.judges.base:adapt_judge")

@@ -71,8 +71,7 @@ def shared_prefix_tokens() -> int:
 def estimate(spec: RunSpec, cases: Iterable[Case], batch: bool = False) -> Estimate:
     listed = list(cases)
     pending = [c for c in listed if not _stored(spec, c)]
-    json_object = getattr(getattr(spec.judge, "options", None), "response_format",
-                          None) == "json_object"
+    json_object = spec.judge.response_format == "json_object"
     system = len(system_prompt()) // CHARS_PER_TOKEN
 
     def case_tokens(case: Case) -> int:
@@ -89,8 +88,8 @@ def estimate(spec: RunSpec, cases: Iterable[Case], batch: bool = False) -> Estim
     tokens_out = OUTPUT_TOKENS_PER_JUDGMENT * calls
     # A judge that calls a priced model has a ``price`` (None when unknown); one that does
     # not (pixel, replay) costs nothing.
-    calls_a_model = hasattr(spec.judge, "price")
-    price: Price | None = getattr(spec.judge, "price", None)
+    calls_a_model = spec.judge.calls_a_model
+    price: Price | None = spec.judge.price
     if price is not None:
         cost: float | None = price.rates(batch).cost(tokens_in, tokens_out, tokens_cached)
     else:

@@ -98,12 +98,12 @@ class CostBudget:
 
 def model_concurrency(spec: RunSpec) -> int:
     """Calls in flight the run's backend takes: 1 unless it says otherwise (hosted APIs)."""
-    return max(1, int(getattr(spec.model, "concurrency", 1) or 1))
+    return max(1, spec.model.concurrency)
 
 
 def cpu_bound(spec: RunSpec) -> bool:
     """Whether the run's backend draws on this machine's CPU (``cpu_bound``)."""
-    return bool(getattr(spec.model, "cpu_bound", False))
+    return spec.model.cpu_bound
 
 
 def measures_apart(spec: RunSpec) -> bool:
@@ -111,14 +111,14 @@ def measures_apart(spec: RunSpec) -> bool:
     backend draws in a process of its own (``--imagetime-model-process``), this process's
     interpreter lock is then only the harness's, and a sheet's PNG and pixel facts would
     take it from pytest and the judge."""
-    return bool(getattr(spec.model, "in_own_process", False))
+    return spec.model.in_own_process
 
 
 def judged_in_place(spec: RunSpec) -> bool:
     """Whether a sheet is judged on the thread that has it (its judge computes in this
     process, ``cpu_bound``, or there is no judgment) rather than in the judge pool, which
     is there to overlap the waits of judges that call a server."""
-    return not spec.judged or bool(getattr(spec.judge, "cpu_bound", False))
+    return not spec.judged or spec.judge.cpu_bound
 
 
 class Pipeline:
@@ -276,8 +276,7 @@ class Pipeline:
         one back, without waiting for this process to ask. Not in the scaffold setting, whose
         lookups may draw references."""
         spec = group[0][0].spec
-        send = getattr(spec.model, "draw_ahead", None)
-        if not (callable(send) and measures_apart(spec) and spec.setting == "prompt-only"):
+        if not (measures_apart(spec) and spec.setting == "prompt-only"):
             return
         upcoming = _peek_group(work) if work and work[0][0].spec is spec else []
         # A group queued with the last one is not looked up again. Group by group: each is
@@ -285,7 +284,8 @@ class Pipeline:
         queued = all(job.key in self._queued_ahead for job, _ in group)
         calls = [*([] if queued else planned_calls(spec, [job.case for job, _ in group])),
                  *planned_calls(spec, [job.case for job, _ in upcoming])]
-        self._queued_ahead = {job.key for job, _ in upcoming} if send(calls) else set()
+        queued_now = spec.model.draw_ahead(calls=calls)
+        self._queued_ahead = {job.key for job, _ in upcoming} if queued_now else set()
 
     def _take_slots(self, count: int) -> bool:
         """Wait for room for ``count`` more sheets; False (holding none) once stopping."""

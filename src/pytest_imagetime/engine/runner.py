@@ -108,12 +108,11 @@ def generation_request(spec: RunSpec, case: Case,
 def image_key(spec: RunSpec, request: GenerationRequest,
               reference: Reference | None = None) -> str:
     """Everything that decides the generated sheet; a change regenerates it."""
-    token_of = getattr(spec.model, "input_token", None)
     parts: dict[str, Any] = {
         "model": spec.model.name, "config": dict(spec.model.config()),
         "case": request.case.id, "prompt_sha256": request.case.prompt_hash,
         "setting": request.setting, "size": request.size, "seed": request.seed,
-        "token": token_of(request) if callable(token_of) else None,
+        "token": spec.model.input_token(request=request),
     }
     # Added only where they apply, so prompt-only 2x2 sheets keep their keys.
     if request.text != request.case.prompt:
@@ -280,7 +279,7 @@ def planned_calls(spec: RunSpec, cases: Sequence[Case]) -> list[tuple[str, dict[
 
 
 def _batched(spec: RunSpec, pending: Sequence[_Pending]) -> bool:
-    return len(pending) > 1 and callable(getattr(spec.model, "generate_batch", None))
+    return len(pending) > 1 and spec.model.supports_batch
 
 
 def _draw(spec: RunSpec, pending: Sequence[_Pending]
@@ -288,7 +287,7 @@ def _draw(spec: RunSpec, pending: Sequence[_Pending]
     """Call the backend: one batch when it batches, else one request per sheet (the calls
     ``planned_calls`` names)."""
     if _batched(spec, pending):
-        batch = spec.model.generate_batch  # type: ignore[attr-defined]
+        batch = spec.model.generate_batch
         started = time.perf_counter()
         try:
             outputs = list(batch(requests=[p.request for p in pending]))

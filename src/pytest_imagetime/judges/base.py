@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
+from ..backends.registry import check_required
 from ..rubric.facts import Setting
 
 if TYPE_CHECKING:  # annotations only: the options module imports this one at pytest start-up
     from PIL import Image
 
+    from ..backends.prices import Price
     from ..cases.loading import Case
     from ..rubric.judgment import Judgment
     from ..sheet.metrics import SheetMetrics
@@ -32,22 +35,131 @@ class SheetToJudge:
     metrics: SheetMetrics | None = None
 
 
-@runtime_checkable
-class Judge(Protocol):
-    """Scores sheets. Raises judgment.JudgeError when it cannot: never a made-up score."""
+class Judge(abc.ABC):
+    """Scores sheets. Raises judgment.JudgeError when it cannot: never a made-up score.
+
+    A judge implements ``name``, ``scored_dims``, ``config`` and ``judge``, and overrides the
+    optional features below that it has; each has the default that suits a judge without it.
+    A third-party judge that does not inherit from this class is wrapped by ``adapt_judge``.
+    """
 
     @property
+    @abc.abstractmethod
     def name(self) -> str:
         """Short name for run directories and reports, e.g. ``pixel``."""
 
     @property
+    @abc.abstractmethod
     def scored_dims(self) -> frozenset[str]:
         """Dimensions this judge scores; the rest are null in its judgments."""
 
+    @abc.abstractmethod
     def config(self) -> Mapping[str, JSON]:
         """Judge model and versions; a change re-judges stored sheets."""
 
-    def judge(self, *, sheet: SheetToJudge) -> Judgment: ...
+    @abc.abstractmethod
+    def judge(self, *, sheet: SheetToJudge) -> Judgment:
+        """The judgment of one sheet; JudgeError when there is none."""
+
+    # ------------------------------------------------------------ optional features
+
+    @property
+    def cpu_bound(self) -> bool:
+        """Computes in this process: a sheet is judged on the thread that has it, not in the
+        judge pool that overlaps the waits of judges calling a server."""
+        return False
+
+    @property
+    def calls_a_model(self) -> bool:
+        """Its calls are billed by a model provider: where ``price`` is None the cost of a run
+        is unknown, not 0."""
+        return False
+
+    @property
+    def price(self) -> Price | None:
+        """The price of its calls; None where it is unknown or there are no calls."""
+        return None
+
+    @property
+    def response_format(self) -> str:
+        """How answers are asked for: ``json_schema``, or ``json_object`` with the answer's
+        schema in the message (longer prompts)."""
+        return "json_schema"
+
+    @property
+    def answering(self) -> Judge:
+        """The judge that answers one sheet at once: itself, or the judge a batch wraps."""
+        return self
+
+    def prompt_template(self) -> str | None:
+        """The prompt's text, kept with the run (``judge_prompt.txt``); None: no prompt."""
+        return None
+
+
+REQUIRED_JUDGE_METHODS = ("name", "scored_dims", "config", "judge")
+
+
+class PluginJudge(Judge):
+    """A third-party judge that does not inherit from Judge: its optional features are read
+    here, once for every caller, with the base class's defaults where it has none."""
+
+    def __init__(self, judge: Any) -> None:
+        self.wrapped = judge
+
+    @property
+    def name(self) -> str:
+        return str(self.wrapped.name)
+
+    @property
+    def scored_dims(self) -> frozenset[str]:
+        return frozenset(self.wrapped.scored_dims)
+
+    def config(self) -> Mapping[str, JSON]:
+        config: Mapping[str, JSON] = self.wrapped.config()
+        return config
+
+    def judge(self, *, sheet: SheetToJudge) -> Judgment:
+        judgment: Judgment = self.wrapped.judge(sheet=sheet)
+        return judgment
+
+    def _feature(self, name: str, default: Any) -> Any:
+        return getattr(self.wrapped, name, default)
+
+    @property
+    def cpu_bound(self) -> bool:
+        return bool(self._feature("cpu_bound", False))
+
+    @property
+    def calls_a_model(self) -> bool:
+        return hasattr(self.wrapped, "price")
+
+    @property
+    def price(self) -> Price | None:
+        price: Price | None = self._feature("price", None)
+        return price
+
+    @property
+    def response_format(self) -> str:
+        options = self._feature("options", None)
+        return str(getattr(options, "response_format", None) or "json_schema")
+
+    def prompt_template(self) -> str | None:
+        template = self._feature("prompt_template", None)
+        return str(template()) if callable(template) else None
+
+    def __getattr__(self, name: str) -> Any:
+        # Attributes of its own stay reachable through the wrapper.
+        return getattr(self.__dict__["wrapped"], name)
+
+
+def adapt_judge(judge: object, name: str) -> Judge:
+    """``judge`` as a Judge: itself when it inherits, else wrapped; IncompleteBackend naming
+    the judge and what it lacks when it cannot judge at all."""
+    if isinstance(judge, Judge):
+        return judge
+    check_required(judge, name, "judge", REQUIRED_JUDGE_METHODS,
+                   "pytest_imagetime.judges.base.Judge")
+    return PluginJudge(judge)
 
 
 @dataclass(frozen=True)

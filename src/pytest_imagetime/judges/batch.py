@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.openai_client import server_message
+from ..backends.prices import Price
 from ..cases.loading import Case
 from ..engine.item_error import ItemError
 from ..engine.run_spec import RunSpec
 from ..engine.runner import Sheet, _stored_repeat, stored_sheet
 from ..rubric.judgment import JudgeError, Judgment
 from ..store.run_dir import atomic_write_text, read_json
-from .base import SheetToJudge
+from .base import Judge, SheetToJudge
 from .vlm import InvalidAnswer, VlmJudge, _openai, _short, usage_tokens
 
 ENDPOINT = "/v1/chat/completions"
@@ -122,7 +123,7 @@ class _Result:
     status: int | None = None  # the request's HTTP status, when it got one
 
 
-class BatchJudge:
+class BatchJudge(Judge):
     """The vlm judge, its answers coming from batches judged before the items run."""
 
     cpu_bound = False
@@ -150,9 +151,19 @@ class BatchJudge:
     def scored_dims(self) -> frozenset[str]:
         return self.inner.scored_dims
 
+    calls_a_model = True
+
     @property
-    def price(self) -> Any:
+    def price(self) -> Price | None:
         return self.inner.price
+
+    @property
+    def response_format(self) -> str:
+        return self.inner.response_format
+
+    @property
+    def answering(self) -> Judge:
+        return self.inner
 
     @property
     def options(self) -> Any:

@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from ..backends.prices import Price
 from ..research.probe.ask import Answer, JsonAsker
 from ..rubric.facts import ALL_DIMS, RUBRIC_VERSION
 from ..rubric.judgment import JudgeError, Judgment, Verdict
-from .base import JudgeOptions, SheetToJudge
+from .base import Judge, JudgeOptions, SheetToJudge
 from .chain_questions import (
     ANSWERS,
     CHAIN_DIMS,
@@ -56,7 +57,7 @@ ONE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False,
                               "required": ["answer", "evidence"], "properties": ANSWER_ITEM}
 
 
-class ChainJudge:
+class ChainJudge(Judge):
     """Scores C0, D8, D9 and D13 and answers every predicate and forbidden state of a case."""
 
     def __init__(self, argument: str | None = None, *, name: str = "vlm-chain",
@@ -74,7 +75,6 @@ class ChainJudge:
             key_hint="--imagetime-judge-key-env=NAME for another variable, 'none' for a server "
                      "without keys; to score offline use --imagetime-judge=pixel")
         self.model = self.options.model
-        self.price = self._asker.price
 
     @property
     def name(self) -> str:
@@ -83,6 +83,16 @@ class ChainJudge:
     @property
     def scored_dims(self) -> frozenset[str]:
         return frozenset(CHAIN_DIMS)
+
+    calls_a_model = True
+
+    @property
+    def price(self) -> Price | None:
+        return self._asker.price
+
+    @property
+    def response_format(self) -> str:
+        return self.options.response_format
 
     def config(self) -> Mapping[str, Any]:
         return {"judge": self._registered, "mode": self.mode, "judge_model": self.model,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..rubric.facts import ALL_DIMS, RUBRIC_VERSION, SCORE_MAX, SCORE_MIN
 from ..rubric.judgment import Judgment
 from ..sheet import METRICS_VERSION
-from .base import SheetToJudge
+from .base import Judge, SheetToJudge
 
 if TYPE_CHECKING:  # numpy is imported at the first sheet judged, not when a run collects
     from ..sheet.metrics import SheetMetrics
@@ -149,7 +149,7 @@ def _layout_phrase(m: SheetMetrics) -> str:
     return f"{m.separated_axes} of 2 separators found"
 
 
-class PixelJudge:
+class PixelJudge(Judge):
     """Scores C0, D0, D3, D5, D9 and D14 from the pixel metrics; the rest stays null."""
 
     # Computes here, in Python: it judges on the thread that stored the sheet (a pool

@@ -15,10 +15,10 @@ from typing import Any
 from ..backends.registry import spec_path
 from ..rubric.facts import RUBRIC_VERSION
 from ..rubric.judgment import JudgeError, Judgment
-from .base import JudgeOptions, SheetToJudge
+from .base import Judge, JudgeOptions, SheetToJudge
 
 
-class ReplayJudge:
+class ReplayJudge(Judge):
     cpu_bound = True  # reads stored judgments: nothing to overlap in the judge pool
 
     def __init__(self, argument: str | None = None, *,

@@ -40,7 +40,7 @@ from ..backends.prices import Price, known_cost, price_for
 from ..cases.loading import Case
 from ..rubric.facts import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
 from ..rubric.judgment import JudgeError, Judgment, Verdict, validate_judgment
-from .base import JudgeOptions, SheetToJudge
+from .base import Judge, JudgeOptions, SheetToJudge
 from .prompt import (
     FORBIDDEN_VERDICTS,
     PREDICATE_VERDICTS,
@@ -103,7 +103,7 @@ def _answer_validator(case: Case, setting: Setting) -> jsonschema.Draft202012Val
     return _validator_of(schema_key(case, setting))
 
 
-class VlmJudge:
+class VlmJudge(Judge):
     """Scores every C and D dimension, every predicate and forbidden state of a case."""
 
     def __init__(self, argument: str | None = None, *,
@@ -112,7 +112,7 @@ class VlmJudge:
         self.model = argument or self.options.model
         if self.model != self.options.model:
             self.options = dataclasses.replace(self.options, model=self.model)
-        self.price: Price | None = price_for(self.model, self.options.price_per_mtok,
+        self._price: Price | None = price_for(self.model, self.options.price_per_mtok,
                                              self.options.prices_file)
         self.api_key: str | None = None
         self._endpoint: Endpoint | None = None
@@ -143,6 +143,16 @@ class VlmJudge:
     @property
     def scored_dims(self) -> frozenset[str]:
         return frozenset(ALL_DIMS)
+
+    calls_a_model = True
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    @property
+    def response_format(self) -> str:
+        return self.options.response_format
 
     def prompt_template(self) -> str:
         """The prompt's text, kept with the run (``judge_prompt.txt``)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from PIL import Image
 
-from .base import Generated, GenerationRequest, ModelError, ModelOptions
+from .base import Generated, GenerationRequest, ImageModel, ModelError, ModelOptions
 from .diffusers_presets import AUTO_PIPELINE, Preset, edit_presets, preset
 from .overrides import (
     Converter,
@@ -165,10 +165,11 @@ def forget_pipelines() -> None:
     PIPELINES.clear()
 
 
-class DiffusersModel:
+class DiffusersModel(ImageModel):
     """One square motion sheet per request from a diffusers pipeline; no quality retries."""
 
     supports_batch = True
+    may_draw_on_gpu = True  # draws_on_gpu answers at the first drawing: it asks torch
 
     def __init__(self, argument: str | None = None, *, name: str = "diffusers",
                  options: ModelOptions | None = None) -> None:

@@ -13,12 +13,12 @@ from PIL import Image, UnidentifiedImageError
 
 from ..backends.registry import spec_path
 from ..store.run_dir import sha256_bytes
-from .base import Generated, GenerationRequest, ModelError, ModelOptions
+from .base import Generated, GenerationRequest, ImageModel, ModelError, ModelOptions
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 
 
-class FilesModel:
+class FilesModel(ImageModel):
     """Reads ``DIR/<case id>.png`` (or .jpg, .jpeg, .webp) instead of generating."""
 
     # Sheets made elsewhere may have completed a scaffold: the judge then scores C1 against
@@ -52,7 +52,7 @@ class FilesModel:
                 return path
         return None
 
-    def check_selection(self, case_ids: Sequence[str]) -> None:
+    def check_selection(self, *, case_ids: Sequence[str]) -> None:
         """Raise ValueError when not one of the selected cases has a file: a wrong folder or
         a naming scheme of its own, found before the run rather than as an error per item."""
         if not case_ids or any(self.find(case_id) is not None for case_id in case_ids):
@@ -66,7 +66,7 @@ class FilesModel:
             f"(expected <case id>.png, .jpg, .jpeg or .webp, such as "
             f"{self.directory / case_ids[0]}.png); {holds}")
 
-    def input_token(self, request: GenerationRequest) -> str | None:
+    def input_token(self, *, request: GenerationRequest) -> str | None:
         """Identifies the file behind a case, so replacing it re-reads and re-judges."""
         path = self.find(request.case.id)
         if path is None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..backends.openai_client import NO_CALLS, safe_url
-from .base import ModelError, ModelOptions
+from .base import ImageModel, ModelError, ModelOptions
 from .openai_images import price_for
 
 # ModelOptions' key variable when --imagetime-model-key-env is not given: it names OpenAI's
@@ -56,10 +56,10 @@ def per_image_cost(model: str, megapixels: float) -> dict[str, Any]:
     return {"cost_usd": None, "cost_note": f"{model!r} is priced by tokens, not by image"}
 
 
-class HostedModel:
-    """The parts of a hosted backend that do not depend on its API."""
+class HostedModel(ImageModel):
+    """The parts of a hosted backend that do not depend on its API; ``generate`` is each
+    API's own. Prompt-only: none of them takes a scaffold (``accepts_reference`` is False)."""
 
-    accepts_reference = False  # a prompt-only request; the scaffold setting needs an editor
     backend = "hosted"  # the registered name, recorded in the config
     default_base_url = ""
 

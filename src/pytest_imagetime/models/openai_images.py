@@ -38,7 +38,7 @@ from ..backends.openai_client import (
     safe_url,
 )
 from ..research.probe.ask import api_key
-from .base import Generated, GenerationRequest, ModelError, ModelOptions
+from .base import Generated, GenerationRequest, ImageModel, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
 
 DEFAULT_MODEL = "gpt-image-2"  # GPT Image 2, the model the ImageTime paper evaluates
@@ -179,7 +179,7 @@ def decode_b64(text: str) -> bytes:
 # ------------------------------------------------------------------ the backend
 
 
-class OpenAIImagesModel:
+class OpenAIImagesModel(ImageModel):
     """One square motion sheet per request from an OpenAI-compatible images endpoint."""
 
     accepts_reference = True  # the scaffold setting goes to the edits endpoint

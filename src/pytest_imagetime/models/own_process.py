@@ -39,8 +39,10 @@ from .base import (
     JSON,
     Generated,
     GenerationRequest,
+    ImageModel,
     ModelError,
     ModelOptions,
+    adapt_model,
     describe_failure,
 )
 
@@ -59,44 +61,50 @@ JOIN_TIMEOUT_S = 10.0
 AHEAD_LIMIT = 4  # calls sent ahead and not yet taken, at most (each holds one answer)
 
 
-def may_draw_in_own_process(model: object, choice: str) -> bool:
-    """``on``: always; ``off``: never; ``auto``: when the backend's type declares
-    ``draws_on_gpu`` (read only at the first drawing: it may need torch to answer)."""
+def may_draw_in_own_process(model: ImageModel, choice: str) -> bool:
+    """``on``: always; ``off``: never; ``auto``: when the backend may draw on a GPU
+    (``may_draw_on_gpu``; whether it does is read only at the first drawing: it may need
+    torch to answer)."""
     if choice == "on":
         return True
-    return choice == "auto" and hasattr(type(model), "draws_on_gpu")
+    return choice == "auto" and model.may_draw_on_gpu
 
 
-class OwnProcessModel:
+class OwnProcessModel(ImageModel):
     """A backend whose drawings are made in a child process; see the module."""
 
-    def __init__(self, factory: Callable[[], Any], local: Any, choice: str) -> None:
-        self._local = local
+    def __init__(self, factory: Callable[[], Any], local: object, choice: str) -> None:
+        self._local = adapt_model(local, str(getattr(local, "name", type(local).__name__)))
         self._choice = choice
-        self._child = DrawingProcess(factory, str(local.name))
+        self._child = DrawingProcess(factory, self._local.name)
 
     @property
     def name(self) -> str:
-        return str(self._local.name)
+        return self._local.name
 
     def config(self) -> Mapping[str, JSON]:
-        result: Mapping[str, JSON] = self._local.config()
-        return result
+        return self._local.config()
 
     @functools.cached_property
     def in_own_process(self) -> bool:
         """Whether drawings go to the child (``auto``: where the backend draws on a GPU)."""
-        return self._choice == "on" or bool(getattr(self._local, "draws_on_gpu", False))
+        return self._choice == "on" or self._local.draws_on_gpu
 
     def generate(self, *, request: GenerationRequest) -> Generated:
         if not self.in_own_process:
-            local: Generated = self._local.generate(request=request)
-            return local
+            return self._local.generate(request=request)
         result: Generated = self._child.call("generate", {"request": request})
         return result
 
-    def draw_ahead(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
-        """Send the child calls that will be made next, in order (see the module), leaving
+    def generate_batch(self, *, requests: Sequence[GenerationRequest]) -> list[Generated]:
+        if not self.in_own_process:
+            return self._local.generate_batch(requests=requests)
+        result: list[Generated] = self._child.call("generate_batch",
+                                                   {"requests": list(requests)})
+        return result
+
+    def draw_ahead(self, *, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
+        """Send the child the calls that will be made next, in order (see the module), leaving
         out those it has queued already; nothing when drawing here, or before the first
         drawing has started the child. Whether every call is queued: the first that cannot
         be stops the rest, which would otherwise be drawn before it."""
@@ -112,20 +120,41 @@ class OwnProcessModel:
     def close(self) -> None:
         self._child.stop()
 
-    def __getattr__(self, name: str) -> Any:
-        # Only what the local backend has: the pipeline asks getattr(model, "generate_batch").
-        attribute = getattr(self._local, name)
-        if name == "generate_batch" and callable(attribute):
-            return functools.partial(self._generate_batch)
-        return attribute
+    # What the pipeline asks of the backend is answered by the local instance.
 
-    def _generate_batch(self, *, requests: Sequence[GenerationRequest]) -> list[Generated]:
-        if not self.in_own_process:
-            local: list[Generated] = self._local.generate_batch(requests=requests)
-            return local
-        result: list[Generated] = self._child.call("generate_batch",
-                                                   {"requests": list(requests)})
-        return result
+    @property
+    def concurrency(self) -> int:
+        return self._local.concurrency
+
+    @property
+    def cpu_bound(self) -> bool:
+        return self._local.cpu_bound
+
+    @property
+    def accepts_reference(self) -> bool:
+        return self._local.accepts_reference
+
+    @property
+    def supports_batch(self) -> bool:
+        return self._local.supports_batch
+
+    @property
+    def may_draw_on_gpu(self) -> bool:
+        return self._local.may_draw_on_gpu
+
+    @property
+    def draws_on_gpu(self) -> bool:
+        return self._local.draws_on_gpu
+
+    def input_token(self, *, request: GenerationRequest) -> str | None:
+        return self._local.input_token(request=request)
+
+    def check_selection(self, *, case_ids: Sequence[str]) -> None:
+        self._local.check_selection(case_ids=case_ids)
+
+    def __getattr__(self, name: str) -> Any:
+        # Attributes of the backend's own (a directory, settings) stay reachable.
+        return getattr(self.__dict__["_local"], name)
 
 
 class DrawingProcess:

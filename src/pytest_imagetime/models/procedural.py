@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cases.loading import Case
 from ..sheet.geometry import STAGE_ORDER, WHITE, Box, compose, gutter_width, panel_boxes
-from .base import Generated, GenerationRequest, ModelError
+from .base import Generated, GenerationRequest, ImageModel, ModelError
 
 if TYPE_CHECKING:  # numpy and Pillow are imported at the first drawing: collecting never loads them
     import numpy as np
@@ -95,7 +95,7 @@ class Scene:
     collage_spots: tuple[tuple[float, float, float], ...]  # left, top, side of each picture
 
 
-class ProceduralModel:
+class ProceduralModel(ImageModel):
     """Draws a motion sheet from the case alone; the same case, seed and size, the same bytes.
 
     It also serves the other request kinds, so their plumbing runs offline: a reference is its

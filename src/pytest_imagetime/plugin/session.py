@@ -152,7 +152,7 @@ def _resolve(kind: str, spec: str, registry: Any, **context: Any) -> Any:
 
 
 def _check_model_fits(spec: str, model: ImageModel, options: Options) -> None:
-    if options.setting == "scaffold" and not getattr(model, "accepts_reference", False):
+    if options.setting == "scaffold" and not model.accepts_reference:
         raise pytest.UsageError(
             f"--imagetime-model={spec}: this backend cannot complete a scaffold (it takes no "
             f"reference image); the scaffold setting needs an edit-capable backend: "
@@ -188,7 +188,7 @@ class ImagetimeSession:
                                       batch_size=options.model_options.batch_size)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
         budget = None if options.max_cost is None else options.max_cost / workers
-        if budget is not None and getattr(judge, "price", True) is None:
+        if budget is not None and judge.calls_a_model and judge.price is None:
             raise pytest.UsageError(
                 f"--imagetime-max-cost needs the judge's price, and none is known for "
                 f"{judge.config().get('judge_model')!r}: give --imagetime-judge-price=IN,OUT "
@@ -391,12 +391,11 @@ class ImagetimeSession:
         """Refuse a model that can make none of the selected cases (``files:DIR`` without
         a file for any of them) before the first item, where a backend can tell."""
         for spec, run in self.runs.items():
-            check = getattr(run.model, "check_selection", None)
             case_ids = [case_id for of, case_id in selected if of is run]
-            if not callable(check) or not case_ids:
+            if not case_ids:
                 continue
             try:
-                check(case_ids)
+                run.model.check_selection(case_ids=case_ids)
             except ValueError as exc:
                 raise pytest.UsageError(f"--imagetime-model={spec}: {exc}") from None
 
@@ -409,8 +408,7 @@ class ImagetimeSession:
             from ..engine.canaries import run_canaries  # draws sheets: numpy only when asked for
 
             # Judged at once, before the items: through the judge a batch wraps.
-            judge = getattr(self.judge, "inner", self.judge)
-            self.canaries = run_canaries(judge, self.options.setting)
+            self.canaries = run_canaries(self.judge.answering, self.options.setting)
 
     # ------------------------------------------------------------ results (controller)
 
@@ -683,9 +681,7 @@ class ImagetimeSession:
         if self._pipeline is not None:
             self._pipeline.close()
         for run in self.runs.values():
-            close = getattr(run.model, "close", None)
-            if callable(close):
-                close()
+            run.model.close()
         if _is_xdist_worker(self.config):
             return
         if any(self.records.values()):

@@ -14,10 +14,13 @@ import csv
 import io
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..rubric.facts import C_DIMS, D_DIMS
 from ..store.run_dir import atomic_write_text
+
+if TYPE_CHECKING:
+    from ..judges.base import Judge
 
 SCORES_CSV = "scores.csv"
 JUDGE_PROMPT = "judge_prompt.txt"
@@ -61,9 +64,9 @@ def _chunks(items: Iterable[Mapping[str, Any]]) -> Iterator[str]:
     yield buffer.getvalue()
 
 
-def write_run_records(run_dir: Path, judge: object, items: Iterable[Mapping[str, Any]]) -> None:
+def write_run_records(run_dir: Path, judge: Judge, items: Iterable[Mapping[str, Any]]) -> None:
     """The analysis table, and the judge's prompt text when the judge has one."""
     write_scores_csv(run_dir / SCORES_CSV, items)
-    template = getattr(judge, "prompt_template", None)
-    if callable(template):
-        atomic_write_text(run_dir / JUDGE_PROMPT, [str(template())])
+    template = judge.prompt_template()
+    if template is not None:
+        atomic_write_text(run_dir / JUDGE_PROMPT, [template])

@@ -109,12 +109,11 @@ def generation_request(run: TempvizRun, prompt: Prompt) -> GenerationRequest:
 
 
 def image_key(run: TempvizRun, request: GenerationRequest) -> str:
-    token_of = getattr(run.model, "input_token", None)
     return input_key({
         "suite": SUITE_DIR, "model": run.model.name, "config": dict(run.model.config()),
         "id": request.case.id, "prompt_sha256": hashlib.sha256(request.text.encode()).hexdigest(),
         "size": request.size, "seed": request.seed, "kind": request.kind,
-        "token": token_of(request) if callable(token_of) else None})
+        "token": run.model.input_token(request=request)})
 
 
 def obtain_image(run: TempvizRun, prompt: Prompt) -> _Image:
@@ -123,7 +122,7 @@ def obtain_image(run: TempvizRun, prompt: Prompt) -> _Image:
     stored = None if run.regenerate else load_stored_image(run.paths, prompt.id, key)
     if stored is not None:
         return _Image(stored[0], stored[1], False, stored[2].get("seconds"))
-    concurrent = int(getattr(run.model, "concurrency", 1) or 1) > 1
+    concurrent = run.model.concurrency > 1
     started = time.perf_counter()
     try:
         if concurrent:
