@@ -4,6 +4,7 @@ speaks the Gemini API (and Vertex AI's)."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -208,3 +209,12 @@ def test_vertex_ai_needs_a_project(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
     with pytest.raises(ValueError, match=r"needs a project: gemini-image:vertex=true"):
         GeminiImageModel("vertex=true")
+
+
+def test_a_missing_sdk_says_how_to_install_it(key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "google.genai", None)
+    with pytest.raises(ImportError, match=r"the gemini-image model needs the google-genai "
+                                          r"package: pip install 'pytest-imagetime\[gemini\]'"):
+        GeminiImageModel(None)
+    # A session that makes no calls needs neither the package nor a key.
+    assert GeminiImageModel(None, options=ModelOptions(calls=False)).name == "gemini-image"

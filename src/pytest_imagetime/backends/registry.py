@@ -38,6 +38,7 @@ class Extra:
 EXTRAS: Mapping[str, Extra] = {
     "diffusers": Extra(("torch", "diffusers", "transformers")),
     "openai": Extra(("openai",), "the openai package"),
+    "gemini": Extra(("google.genai",), "the google-genai package"),
 }
 
 

@@ -21,12 +21,12 @@ from PIL import Image
 
 from ..backends.hosted_calls import CallsConfig, HostedCalls
 from ..backends.openai_client import Failure, server_message
+from ..backends.registry import import_extra
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .hosted import HostedModel, key_env_of, read_key
 from .openai_images import cost_usd, decode_image, price_for
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
 
-INSTALL_HINT = "pip install 'pytest-imagetime[gemini]'"
 DEFAULT_MODEL = "gemini-3.1-flash-image-preview"  # Nano Banana 2
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -48,13 +48,9 @@ OVERRIDES: Mapping[str, Converter] = {
 }
 
 
-def load_genai(who: str = "the gemini-image model") -> Any:
-    """The ``google.genai`` package; ImportError saying how to install it."""
-    try:
-        from google import genai
-    except ImportError:
-        raise ImportError(f"{who} needs the google-genai package: {INSTALL_HINT}") from None
-    return genai
+def load_genai() -> Any:
+    """The ``google.genai`` package; ImportError with the ``pip install`` for it."""
+    return import_extra("gemini", "google.genai", "the gemini-image model")
 
 
 def _type_names(exc: BaseException) -> set[str]:
