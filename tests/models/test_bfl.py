@@ -13,6 +13,7 @@ from pytest_imagetime.backends.registry import MODELS
 from pytest_imagetime.cases.loading import Case
 from pytest_imagetime.models.base import GenerationRequest, ModelError, ModelOptions
 from pytest_imagetime.models.bfl import DEFAULT_MODEL, BflModel
+from pytest_imagetime.models.hosted import per_image_cost
 from tests.builders import case_dict, write_case_file
 from tests.fake_bfl import COST_CREDITS, MODERATION_REASONS, BflHandler
 from tests.fake_hosted import HostedServer, HostedState, hosted_server
@@ -163,3 +164,11 @@ def test_a_run_generates_through_the_plugin(pytester: pytest.Pytester,
     assert record["model"] == "bfl" and record["model_config"]["model"] == DEFAULT_MODEL
     assert record["details"]["cost_usd"] == pytest.approx(COST_CREDITS * 0.01)
     assert KEY not in json.dumps(record)
+
+
+def test_prices_by_image_and_by_megapixel() -> None:
+    assert per_image_cost("flux-2-pro", 0.5) == {"cost_usd": 0.03}
+    assert per_image_cost("flux-2-pro", 2.1) == {"cost_usd": pytest.approx(0.06)}
+    assert per_image_cost("seedream-5-0-260128", 4.2) == {"cost_usd": 0.035}
+    unknown = per_image_cost("flux-9-ultra", 1.0)
+    assert unknown["cost_usd"] is None and "no price for 'flux-9-ultra'" in unknown["cost_note"]
