@@ -108,15 +108,14 @@ def test_procedural_sheets_from_the_child_equal_those_drawn_here(
 
 def test_generate_batch_is_offered_only_where_the_backend_batches(
         procedural_in_child: OwnProcessModel, child: OwnProcessModel) -> None:
-    assert getattr(procedural_in_child, "generate_batch", None) is None
+    assert not procedural_in_child.supports_batch
     single = OwnProcessModel(functools.partial(backends.ChildBackend),
                              backends.ChildBackend(), "on")
-    assert getattr(single, "generate_batch", None) is None
+    assert not single.supports_batch
     single.close()
     assert single.drawing_pid is None
-    batch = getattr(child, "generate_batch", None)
-    assert callable(batch)
-    drawn = batch(requests=[_request(seed=5), _request(seed=6), _request(seed=7)])
+    assert child.supports_batch
+    drawn = child.generate_batch(requests=[_request(seed=5), _request(seed=6), _request(seed=7)])
     assert [g.details["seed"] for g in drawn] == [5, 6, 7]
     assert {g.details["pid"] for g in drawn} == {child.drawing_pid}
     assert child.drawing_pid != os.getpid()

@@ -15,9 +15,9 @@ import jsonschema
 import pytest
 from PIL import Image
 
+from pytest_imagetime.backends.openai_client import InvalidAnswer
 from pytest_imagetime.cli import main
 from pytest_imagetime.judges.base import JudgeOptions
-from pytest_imagetime.judges.vlm import InvalidAnswer
 from pytest_imagetime.tempviz.examples import ExamplesError, load_examples
 from pytest_imagetime.tempviz.judge import TempvizJudge, parse_instructed, parse_simple
 from pytest_imagetime.tempviz.options import CATEGORIES

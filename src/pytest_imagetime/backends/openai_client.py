@@ -1,8 +1,11 @@
-"""Talking to an OpenAI-compatible endpoint: the client, a check of the endpoint before the
-first call, transport retries, a circuit breaker, error wording and redaction of secrets.
+"""Talking to an OpenAI-compatible endpoint: loading the SDK, the key, the base URL, the
+client, a check of the endpoint before the first call, transport retries, a circuit breaker,
+the mapping of SDK exceptions, refusals and unusable answers to our errors, their wording, and
+redaction of secrets.
 
-Every caller of the ``openai`` package goes through ``Endpoint``: the vlm and question-chain
-judges, the order probe, the TempViz judge and the ``openai-images`` backend.
+Every caller of the ``openai`` package goes through ``open_endpoint`` and ``Endpoint``: the vlm
+and question-chain judges, the batch judge, the order probe, the TempViz judge and the
+``openai-images`` backend.
 
 Who retries: this module, never the client (it is built with ``max_retries=0``), so that every
 attempt is seen by the breaker, a message counts the retries that really happened, and a
@@ -32,7 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-INSTALL_HINT = "pip install 'pytest-imagetime[openai]'"
+from ..rubric.judgment import JudgeError
+from .registry import import_extra
+
 RETRIED_STATUSES = frozenset({408, 409, 429})
 BREAKER_AFTER = 5  # identical failures in a row that stop new calls
 CHECK_TIMEOUT_S = 10.0  # the endpoint check's own timeout (at most the request timeout)
@@ -102,12 +107,19 @@ def base_url_of(option: str | None) -> str | None:
 
 def load_sdk(who: str, alternative: str = "") -> Any:
     """The ``openai`` package; ImportError saying how to install it (and what else to do)."""
-    try:
-        import openai
-    except ImportError:
-        raise ImportError(f"{who} needs the openai package: {INSTALL_HINT}"
-                          + (f"; {alternative}" if alternative else "")) from None
-    return openai
+    return import_extra("openai", "openai", who, alternative)
+
+
+def api_key(key_env: str | None, who: str, hint: str, alternative: str = "") -> str | None:
+    """The key from ``key_env``; None for servers without keys. Raises ValueError, naming
+    the variable and how to name another (``hint``), when it is unset."""
+    if key_env is None:
+        return None
+    key = os.environ.get(key_env)
+    if not key:
+        raise ValueError(f"{who} needs an API key in the environment variable {key_env} "
+                         f"({hint})" + (f"; {alternative}" if alternative else ""))
+    return key
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,8 @@ class EndpointConfig:
     model_option: str = "--imagetime-judge-model"
     timeout_option: str = "--imagetime-judge-timeout"
     params_option: str = "--imagetime-judge-param"
+    # How a 400 refusing the request's content is worded; empty: as any other 400.
+    refusal: str = ""
 
     @property
     def shown_url(self) -> str:
@@ -321,6 +335,8 @@ class Endpoint:
             return f"cannot reach {who} {self.config.shown_url}{after}: {_short(failure.message)}"
         if failure.kind == "bad-body":
             return f"{who}'s response is not valid JSON: {_short(failure.message)}"
+        if self.config.refusal and failure.status == 400 and failure.refusal:
+            return f"{self.config.refusal}: {_short(failure.message, 240)}"
         return f"HTTP {failure.status} from {who}{after}: {_short(failure.message)}"
 
     def _what_to_check(self, failure: Failure) -> str:
@@ -425,6 +441,29 @@ class Endpoint:
             self.breaker.success()
             return result
 
+    # ------------------------------------------------------------ calls outside ``call``
+
+    def api_error(self, exc: BaseException) -> tuple[int | None, str] | None:
+        """An SDK exception of a call made without retries (the Batch and Files APIs) as its
+        HTTP status (None: it got no answer) and the server's own words, redacted; None for
+        an exception that is not the SDK's."""
+        if isinstance(exc, self._sdk.APIStatusError):
+            message = server_message(getattr(exc, "body", None),
+                                     str(getattr(exc, "message", exc)))
+            return int(exc.status_code), self.redact(message)
+        if isinstance(exc, self._sdk.APIError):
+            return None, self.redact(str(exc))
+        return None
+
+    def chat_completion(self, body: Mapping[str, Any]) -> Any:
+        """A Chat Completions response body (a batch's answer) as the SDK's object;
+        InvalidAnswer when it is not one."""
+        try:
+            return self._sdk.types.chat.ChatCompletion.model_validate(dict(body))
+        except Exception as exc:  # a body that is no chat completion: asked again
+            raise InvalidAnswer(f"the batch answer is not a chat completion: "
+                                f"{_short(str(exc), 240)}") from None
+
     def _count(self, failure: Failure, retried: int) -> None:
         """Feed the breaker: every attempt that failed the way a broken endpoint fails, a 429
         or 5xx that outlasted its retries, and the same 4xx answer while nothing has
@@ -450,3 +489,76 @@ class Endpoint:
 def _short(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def open_endpoint(*, backend: str, who: str, model: str, base_url: str | None,
+                  key_env: str | None, key_hint: str, timeout_s: float, retries: int,
+                  headers: Mapping[str, str], error: type[Exception],
+                  bad_body: type[Exception] | None = None, alternative: str = "",
+                  **hints: str) -> Endpoint:
+    """The endpoint a backend calls: the SDK (ImportError with the ``pip install``), the key
+    from ``key_env`` (ValueError naming the variable), the base URL (``base_url_of``), one
+    thread-safe client with its retries and breaker. ``backend`` names the backend in those
+    errors, ``who`` the endpoint in the errors of calls; ``hints`` are EndpointConfig's option
+    names and refusal wording."""
+    # Imported here, at start-up: a missing package stops the run before any case runs, and
+    # calling threads do not queue on the first import.
+    sdk = load_sdk(backend, alternative)
+    key = api_key(key_env, backend, key_hint, alternative)
+    config = EndpointConfig(who=who, model=model, base_url=base_url_of(base_url), api_key=key,
+                            key_env=key_env, timeout_s=timeout_s, retries=retries,
+                            headers=dict(headers), **hints)
+    return Endpoint(config, error=error, bad_body=bad_body, sdk=sdk)
+
+
+# ------------------------------------------------------------------ answers
+
+
+class InvalidAnswer(JudgeError):
+    """The endpoint answered, but not with a usable answer: worth asking again."""
+
+
+def usage_tokens(response: Any) -> tuple[int, int, int]:
+    """Prompt, completion and cached prompt tokens a response reports (0 where it reports
+    none)."""
+    usage = getattr(response, "usage", None)
+    return (int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0), cached_tokens(usage))
+
+
+def cached_tokens(usage: Any) -> int:
+    """Input tokens the provider read from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens``; 0 where a server does not say)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, Mapping):
+        return int(details.get("cached_tokens") or 0)
+    return int(getattr(details, "cached_tokens", 0) or 0)
+
+
+def message_content(choice: Any, who: str) -> str:
+    """A choice's text; InvalidAnswer for a choice without a message, a refusal or an answer
+    cut off."""
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise InvalidAnswer("the answer's choice has no message")
+    refusal = getattr(message, "refusal", None)
+    if refusal:
+        raise InvalidAnswer(f"{who} refused: {_short(refusal, 240)}")
+    if getattr(choice, "finish_reason", None) == "length":
+        raise InvalidAnswer("the answer was cut off (finish_reason=length)")
+    content = getattr(message, "content", None)
+    return content if isinstance(content, str) else ""
+
+
+def first_choice(response: Any) -> Any:
+    """A response's first choice; InvalidAnswer for a response without choices."""
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise InvalidAnswer("the response has no choices")
+    return choices[0]
+
+
+def message_text(response: Any, who: str = "the model") -> str:
+    """The answer's text; InvalidAnswer for no choices, a choice without a message, a refusal
+    or a cut-off answer."""
+    return message_content(first_choice(response), who)

@@ -1,4 +1,6 @@
-"""The judge side of a run: a judge scores one sheet of one case."""
+"""The judge side of a run: a judge scores one sheet of one case. The base class declares what
+every judge must implement and each optional feature with its default; the adapter gives a
+third-party judge that does not inherit those defaults."""
 
 from __future__ import annotations
 
@@ -149,6 +151,8 @@ class PluginJudge(Judge):
 
     def __getattr__(self, name: str) -> Any:
         # Attributes of its own stay reachable through the wrapper.
+        if "wrapped" not in self.__dict__:  # being copied or unpickled: not built yet
+            raise AttributeError(name)
         return getattr(self.__dict__["wrapped"], name)
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backends.openai_client import server_message
+from ..backends.openai_client import InvalidAnswer, usage_tokens
 from ..backends.prices import Price
 from ..cases.loading import Case
 from ..engine.item_error import ItemError
@@ -42,7 +42,7 @@ from ..engine.runner import Sheet, _stored_repeat, stored_sheet
 from ..rubric.judgment import JudgeError, Judgment
 from ..store.run_dir import atomic_write_text, read_json
 from .base import Judge, SheetToJudge
-from .vlm import InvalidAnswer, VlmJudge, _openai, _short, usage_tokens
+from .vlm import VlmJudge, _short
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -190,17 +190,25 @@ class BatchJudge(Judge):
     def check(self) -> None:
         """Ask the endpoint for its batches once, before anything is drawn: an endpoint
         without the Batch API, or a key it refuses, stops the run at start-up."""
-        openai = _openai()
         try:
             self.inner.client().batches.list(limit=1)
-        except openai.APIStatusError as exc:
+        except Exception as exc:  # the SDK's errors are worded below, others raised
+            status, message = self._api_error(exc)
+            if status is not None:
+                raise BatchFailure(self.inner._redact(
+                    f"the judge endpoint {self._where()} does not take batches (HTTP "
+                    f"{status}: {_short(message)}); drop --imagetime-judge-batch for a "
+                    f"server without the Batch API")) from None
             raise BatchFailure(self.inner._redact(
-                f"the judge endpoint {self._where()} does not take batches (HTTP "
-                f"{exc.status_code}: {_short(_api_message(exc))}); drop "
-                f"--imagetime-judge-batch for a server without the Batch API")) from None
-        except openai.APIError as exc:
-            raise BatchFailure(self.inner._redact(
-                f"cannot reach the Batch API of {self._where()}: {_short(str(exc))}")) from None
+                f"cannot reach the Batch API of {self._where()}: {_short(message)}")) from None
+
+    def _api_error(self, exc: Exception) -> tuple[int | None, str]:
+        """An SDK error's HTTP status (None: no answer) and message; any other exception is
+        raised again."""
+        found = self.inner.endpoint.api_error(exc)
+        if found is None:
+            raise exc
+        return found
 
     def _where(self) -> str:
         return self.inner.base_url or "api.openai.com"
@@ -308,11 +316,10 @@ class BatchJudge(Judge):
         it."""
         if result.body is None:
             return None, result.error or "no answer", result.passing
-        openai = _openai()
         try:
-            response = openai.types.chat.ChatCompletion.model_validate(result.body)
-        except Exception as exc:  # a body that is no chat completion: asked again
-            return None, f"the batch answer is not a chat completion: {_short(str(exc))}", True
+            response = self.inner.endpoint.chat_completion(result.body)
+        except InvalidAnswer as exc:  # a body that is no chat completion: asked again
+            return None, str(exc), True
         tokens = request.tokens
         for i, used in enumerate(usage_tokens(response)):
             tokens[i] += used
@@ -379,7 +386,6 @@ class BatchJudge(Judge):
         return ledgers
 
     def _create(self, chunk: _Chunk) -> _Ledger:
-        openai = _openai()
         client = self.inner.client()
         chunk.close()
         name = chunk.name
@@ -398,13 +404,14 @@ class BatchJudge(Judge):
             batch = client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT,
                                           completion_window=COMPLETION_WINDOW,
                                           metadata={"imagetime_batch": name})
-        except openai.APIStatusError as exc:
+        except Exception as exc:  # the SDK's errors are worded below, others raised
+            status, message = self._api_error(exc)
+            if status is not None:
+                raise BatchFailure(self.inner._redact(
+                    f"the Batch API of {self._where()} refused a batch of {len(custom_ids)} "
+                    f"requests (HTTP {status}: {_short(message)})")) from None
             raise BatchFailure(self.inner._redact(
-                f"the Batch API of {self._where()} refused a batch of {len(custom_ids)} "
-                f"requests (HTTP {exc.status_code}: {_short(_api_message(exc))})")) from None
-        except openai.APIError as exc:
-            raise BatchFailure(self.inner._redact(
-                f"cannot submit a batch to {self._where()}: {_short(str(exc))}")) from None
+                f"cannot submit a batch to {self._where()}: {_short(message)}")) from None
         finally:
             chunk.path.unlink(missing_ok=True)
         ledger.data.update(batch_id=batch.id, status=batch.status)
@@ -433,7 +440,6 @@ class BatchJudge(Judge):
 
     def _wait_and_read(self, ledgers: Iterable[_Ledger], wanted: set[str]
                        ) -> dict[str, _Result]:
-        openai = _openai()
         client = self.inner.client()
         waiting = list(ledgers)
         results: dict[str, _Result] = {}
@@ -466,7 +472,8 @@ class BatchJudge(Judge):
                 if not waiting:
                     return results
                 self._sleep(self.poll_s)
-        except openai.APIError as exc:
+        except Exception as exc:  # the SDK's errors end the wait, others are raised
+            self._api_error(exc)
             reason = self.inner._redact(f"the Batch API of {self._where()} failed while this "
                                         f"run waited for its batches: {_short(str(exc))}; run "
                                         f"again to re-attach to them")
@@ -560,11 +567,6 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
                 continue
             if isinstance(line, dict):
                 yield line
-
-
-def _api_message(exc: Any) -> str:
-    """The server's own words of an API error, in any of the shapes servers use."""
-    return server_message(getattr(exc, "body", None), str(getattr(exc, "message", exc)))
 
 
 def _line_result(line: Mapping[str, Any], seconds: float) -> _Result:

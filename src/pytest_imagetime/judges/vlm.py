@@ -17,7 +17,6 @@ import dataclasses
 import functools
 import io
 import json
-import os
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -27,14 +26,16 @@ from typing import Any
 import jsonschema
 from PIL import Image
 
-from ..backends.openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
 from ..backends.openai_client import (
     NO_CALLS,
     Endpoint,
-    EndpointConfig,
+    InvalidAnswer,
     base_url_of,
-    load_sdk,
+    first_choice,
+    message_content,
+    open_endpoint,
     safe_url,
+    usage_tokens,
 )
 from ..backends.prices import Price, known_cost, price_for
 from ..cases.loading import Case
@@ -59,22 +60,19 @@ from .prompt import (
 OFFLINE_HINT = "to score offline use --imagetime-judge=pixel"
 
 
-class InvalidAnswer(JudgeError):
-    """The judge answered, but not with a usable judgment: worth asking again."""
+KEY_HINT = ("or --imagetime-judge-key-env=NAME for another variable, 'none' for a server "
+            "without keys")
 
 
-def _openai() -> Any:
-    return load_sdk("the vlm judge", OFFLINE_HINT)
-
-
-def endpoint_for(options: JudgeOptions, api_key: str | None, who: str = "the judge endpoint",
-                 sdk: Any = None, **hints: str) -> Endpoint:
-    """The judge options' endpoint: its client, checks, retries and breaker."""
-    config = EndpointConfig(
-        who=who, model=options.model, base_url=base_url_of(options.base_url),
-        api_key=api_key, key_env=options.key_env, timeout_s=options.timeout_s,
-        retries=options.retries, headers=dict(options.headers), **hints)
-    return Endpoint(config, error=JudgeError, bad_body=InvalidAnswer, sdk=sdk)
+def endpoint_for(options: JudgeOptions, *, backend: str, who: str = "the judge endpoint",
+                 key_hint: str = KEY_HINT, alternative: str = "", **hints: str) -> Endpoint:
+    """The endpoint the judge options name (see ``open_endpoint``); an unusable answer is an
+    InvalidAnswer, any other failure a JudgeError."""
+    return open_endpoint(
+        backend=backend, who=who, model=options.model, base_url=options.base_url,
+        key_env=options.key_env, key_hint=key_hint, timeout_s=options.timeout_s,
+        retries=options.retries, headers=options.headers, error=JudgeError,
+        bad_body=InvalidAnswer, alternative=alternative, **hints)
 
 
 def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
@@ -118,23 +116,9 @@ class VlmJudge(Judge):
         self._endpoint: Endpoint | None = None
         if not self.options.calls:  # it only names, describes and prices its judgments
             return
-        # Imported here, at start-up: a missing package stops the run before any image is
-        # generated, and judge threads do not queue on the first import.
-        sdk = _openai()
-        self.api_key = self._api_key()
-        self._endpoint = endpoint_for(self.options, self.api_key, sdk=sdk)
-
-    def _api_key(self) -> str | None:
-        env = self.options.key_env
-        if env is None:
-            return None
-        key = os.environ.get(env)
-        if not key:
-            raise ValueError(f"the vlm judge needs an API key in the environment variable {env} "
-                             f"(or --imagetime-judge-key-env=NAME for another variable, 'none' "
-                             f"for a server without keys); to score offline use "
-                             f"--imagetime-judge=pixel")
-        return key
+        self._endpoint = endpoint_for(self.options, backend="the vlm judge",
+                                      alternative=OFFLINE_HINT)
+        self.api_key = self._endpoint.config.api_key
 
     @property
     def name(self) -> str:
@@ -253,10 +237,7 @@ class VlmJudge(Judge):
         """The judgment in ``response``; ``tokens`` (in, out, cached) are every attempt's,
         priced at the Batch API's rates when ``batch``."""
         tokens_in, tokens_out, tokens_cached = tokens
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            raise InvalidAnswer("the response has no choices")
-        choice = choices[0]
+        choice = first_choice(response)
         content = message_content(choice, "the judge")
         try:
             answer = json.loads(content)
@@ -298,38 +279,6 @@ class VlmJudge(Judge):
     def _redact(self, text: str) -> str:
         """The key never leaves this object: not in errors, logs or reports."""
         return text if self._endpoint is None else self._endpoint.redact(text)
-
-
-def usage_tokens(response: Any) -> tuple[int, int, int]:
-    """Prompt, completion and cached prompt tokens a response reports (0 where it reports
-    none)."""
-    usage = getattr(response, "usage", None)
-    return (int(getattr(usage, "prompt_tokens", 0) or 0),
-            int(getattr(usage, "completion_tokens", 0) or 0), cached_tokens(usage))
-
-
-def message_content(choice: Any, who: str) -> str:
-    """A choice's text; InvalidAnswer for a choice without a message, a refusal or an answer
-    cut off."""
-    message = getattr(choice, "message", None)
-    if message is None:
-        raise InvalidAnswer("the answer's choice has no message")
-    refusal = getattr(message, "refusal", None)
-    if refusal:
-        raise InvalidAnswer(f"{who} refused: {_short(refusal)}")
-    if getattr(choice, "finish_reason", None) == "length":
-        raise InvalidAnswer("the answer was cut off (finish_reason=length)")
-    content = getattr(message, "content", None)
-    return content if isinstance(content, str) else ""
-
-
-def cached_tokens(usage: Any) -> int:
-    """Input tokens the provider read from its prompt cache
-    (``usage.prompt_tokens_details.cached_tokens``; 0 where a server does not say)."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    if isinstance(details, Mapping):
-        return int(details.get("cached_tokens") or 0)
-    return int(getattr(details, "cached_tokens", 0) or 0)
 
 
 def _json_object_instruction(case: Case, setting: Setting) -> str:

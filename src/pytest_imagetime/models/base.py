@@ -1,4 +1,6 @@
-"""The model side of a run: what a backend is asked for and what it gives back."""
+"""The model side of a run: what a backend is asked for and what it gives back, the base class
+that declares what every backend must implement and each optional feature with its default,
+and the adapter that gives a third-party backend that does not inherit those defaults."""
 
 from __future__ import annotations
 
@@ -258,6 +260,8 @@ class PluginModel(ImageModel):
 
     def __getattr__(self, name: str) -> Any:
         # Attributes of its own (a directory, settings) stay reachable through the wrapper.
+        if "wrapped" not in self.__dict__:  # being copied or unpickled: not built yet
+            raise AttributeError(name)
         return getattr(self.__dict__["wrapped"], name)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import inspect
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 
 from PIL import Image
 
+from ..backends.registry import require_extra
 from .base import Generated, GenerationRequest, ImageModel, ModelError, ModelOptions
 from .diffusers_presets import AUTO_PIPELINE, Preset, edit_presets, preset
 from .overrides import (
@@ -40,8 +40,6 @@ from .overrides import (
 )
 from .prompt_tokens import prompt_token_counts
 
-INSTALL_HINT = "pip install 'pytest-imagetime[diffusers]'"
-REQUIRED_LIBRARIES = ("torch", "diffusers", "transformers")
 SIZE_MULTIPLE = 16  # latent patches of 2 over a VAE that downsamples 8 times
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 OFFLOADS = ("none", "model", "sequential")
@@ -82,13 +80,6 @@ OVERRIDES: Mapping[str, Converter] = {
     "max_sequence_length": positive_int,
     "edit": boolean,
 }
-
-
-def _require_libraries() -> None:
-    """Fails at construction, before any item runs, when the optional libraries are absent."""
-    missing = [name for name in REQUIRED_LIBRARIES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ImportError(f"the diffusers backend needs {', '.join(missing)}: {INSTALL_HINT}")
 
 
 def _check_scheduler(name: str, where: str) -> None:
@@ -173,7 +164,8 @@ class DiffusersModel(ImageModel):
 
     def __init__(self, argument: str | None = None, *, name: str = "diffusers",
                  options: ModelOptions | None = None) -> None:
-        _require_libraries()
+        # At construction, before any item runs; the libraries load at the first drawing.
+        require_extra("diffusers", "the diffusers backend")
         base = preset(name)
         target, overrides = split_argument(argument)
         where = f"model {name}"

@@ -27,17 +27,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..backends.openai_client import INSTALL_HINT as INSTALL_HINT  # where users of this module look
-from ..backends.openai_client import (
-    NO_CALLS,
-    Endpoint,
-    EndpointConfig,
-    Failure,
-    base_url_of,
-    load_sdk,
-    safe_url,
-)
-from ..research.probe.ask import api_key
+from ..backends.openai_client import NO_CALLS, Endpoint, base_url_of, open_endpoint, safe_url
 from .base import Generated, GenerationRequest, ImageModel, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
 
@@ -83,19 +73,6 @@ GENERATION_FIELDS = ("quality", "background", "moderation", "output_format",
                      "output_compression", "style", "response_format")
 EDIT_FIELDS = ("quality", "background", "output_format", "output_compression",
                "input_fidelity", "response_format")
-
-
-def _openai() -> Any:
-    return load_sdk("the openai-images model")
-
-
-class ImagesEndpoint(Endpoint):
-    """The images endpoint: a content-policy refusal is worded as one."""
-
-    def describe(self, failure: Failure, retried: int) -> str:
-        if failure.status == 400 and failure.refusal:
-            return f"the endpoint refused the prompt (content policy): {_short(failure.message)}"
-        return super().describe(failure, retried)
 
 
 # ------------------------------------------------------------------ prices and costs
@@ -193,28 +170,23 @@ class OpenAIImagesModel(ImageModel):
         self._spec = f"{name}:{argument}" if argument else name
         self.price = price_for(self.model)
         self.api_key: str | None = None
-        self._endpoint: ImagesEndpoint | None = None
+        self._endpoint: Endpoint | None = None
         if not self.options.calls:  # it only names and describes its sheets
             return
-        # Imported at start-up: a missing package stops the run before any case runs.
-        self._sdk = _openai()
-        self.api_key = self._api_key()
         # One client for every generating thread: it is thread-safe and pools connections.
-        self._endpoint = ImagesEndpoint(EndpointConfig(
-            who="the images endpoint", model=self.model,
-            base_url=base_url_of(self.options.base_url),
-            api_key=self.api_key, key_env=self.options.key_env,
+        self._endpoint = open_endpoint(
+            backend="the openai-images model", who="the images endpoint", model=self.model,
+            base_url=self.options.base_url, key_env=self.options.key_env,
+            key_hint="or --imagetime-model-key-env=NAME for another variable, 'none' for a "
+                     "server without keys",
             timeout_s=self.options.timeout_s, retries=self.options.retries,
-            headers=dict(self.options.headers), base_url_option="--imagetime-model-base-url",
+            headers=self.options.headers, error=ModelError,
+            base_url_option="--imagetime-model-base-url",
             key_option="--imagetime-model-key-env", model_option=f"the model in {name}:MODEL",
             timeout_option="--imagetime-model-timeout",
-            params_option=f"the overrides in {name}:key=value"),
-            error=ModelError, sdk=self._sdk)
-
-    def _api_key(self) -> str | None:
-        return api_key(self.options.key_env, "the openai-images model",
-                       "or --imagetime-model-key-env=NAME for another variable, 'none' for a "
-                       "server without keys")
+            params_option=f"the overrides in {name}:key=value",
+            refusal="the endpoint refused the prompt (content policy)")
+        self.api_key = self._endpoint.config.api_key
 
     @property
     def name(self) -> str:
@@ -226,7 +198,7 @@ class OpenAIImagesModel(ImageModel):
         return safe_url(base_url_of(self.options.base_url))
 
     @property
-    def endpoint(self) -> ImagesEndpoint:
+    def endpoint(self) -> Endpoint:
         if self._endpoint is None:
             raise ModelError(f"the openai-images model was {NO_CALLS}")
         return self._endpoint

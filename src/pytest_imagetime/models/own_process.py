@@ -154,6 +154,8 @@ class OwnProcessModel(ImageModel):
 
     def __getattr__(self, name: str) -> Any:
         # Attributes of the backend's own (a directory, settings) stay reachable.
+        if "_local" not in self.__dict__:  # being copied or unpickled: not built yet
+            raise AttributeError(name)
         return getattr(self.__dict__["_local"], name)
 
 

@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..backends.openai_client import InvalidAnswer, message_text, usage_tokens
 from ..backends.prices import cost_usd
 from ..judges.base import JudgeOptions
-from ..judges.vlm import InvalidAnswer, usage_tokens
-from ..research.probe.ask import JsonAsker, message_text, short
+from ..research.probe.ask import JsonAsker, short
 from ..rubric.judgment import JudgeError
 from ..store.run_dir import dir_slug
 from .examples import Example, Examples
@@ -142,8 +142,7 @@ def parse_instructed(content: str) -> tuple[str, str | None]:
 
 
 class TextAsker(JsonAsker):
-    """The probe's client (retries, error mapping, redaction, prices) for plain-text
-    answers."""
+    """The probe's asker (its endpoint, redaction and prices) for plain-text answers."""
 
     def ask_text(self, messages: list[dict[str, Any]],
                  parse: Callable[[str], tuple[str, str | None]]

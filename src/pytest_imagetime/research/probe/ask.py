@@ -1,34 +1,33 @@
 """Asking an OpenAI-compatible Chat Completions endpoint for one JSON answer.
 
-The answer must match a JSON Schema (strict structured outputs). Transport failures (429,
-5xx, timeouts, resets) are retried by ``openai_client.Endpoint`` (``retries`` a request), which
-also checks the endpoint first and stops calling one that keeps failing the same way; an
-answer that arrives but is unusable (not JSON, wrong shape, refused, cut off) is asked for
-again ``reasks`` times. What still fails raises JudgeError with the reason and never becomes
-an answer.
-The vlm judge does the same for its own schema; this is its small, schema-agnostic sibling.
+The answer must match a JSON Schema (strict structured outputs). Transport failures are
+retried by ``openai_client.Endpoint``; an answer that arrives but is unusable (not JSON,
+wrong shape, refused, cut off) is asked for again ``reasks`` times. What still fails raises
+JudgeError with the reason and never becomes an answer. The vlm judge does the same for its
+own schema; this is its small, schema-agnostic sibling.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 
-from ...backends.openai_client import NO_CALLS, Endpoint, base_url_of, safe_url
-from ...backends.prices import Price, known_cost, price_for
-from ...judges.base import JudgeOptions
-from ...judges.vlm import (
+from ...backends.openai_client import (
+    NO_CALLS,
+    Endpoint,
     InvalidAnswer,
-    _openai,
-    endpoint_for,
-    message_content,
+    base_url_of,
+    message_text,
+    safe_url,
     usage_tokens,
 )
+from ...backends.prices import Price, known_cost, price_for
+from ...judges.base import JudgeOptions
+from ...judges.vlm import endpoint_for
 from ...rubric.judgment import JudgeError
 
 JSON = Any
@@ -52,18 +51,6 @@ def strict_format(name: str, schema: Mapping[str, JSON]) -> dict[str, JSON]:
             "json_schema": {"name": name, "strict": True, "schema": dict(schema)}}
 
 
-def api_key(key_env: str | None, who: str, hint: str) -> str | None:
-    """The key from ``key_env``; None for servers without keys. Raises ValueError, naming
-    the variable and how to name another (``hint``), when it is unset."""
-    if key_env is None:
-        return None
-    key = os.environ.get(key_env)
-    if not key:
-        raise ValueError(f"{who} needs an API key in the environment variable {key_env} "
-                         f"({hint})")
-    return key
-
-
 class JsonAsker:
     """One thread-safe client for every request of a probe or a judge."""
 
@@ -80,10 +67,9 @@ class JsonAsker:
         self._endpoint: Endpoint | None = None
         if not options.calls:  # its judge only names, describes and prices its judgments
             return
-        sdk = _openai()
-        self.api_key = api_key(options.key_env, who, key_hint)
-        self._endpoint = endpoint_for(options, self.api_key, who="the endpoint", sdk=sdk,
-                                      **(hints or {}))
+        self._endpoint = endpoint_for(options, backend=who, who="the endpoint",
+                                      key_hint=key_hint, **(hints or {}))
+        self.api_key = self._endpoint.config.api_key
 
     @property
     def endpoint(self) -> Endpoint:
@@ -123,15 +109,6 @@ class JsonAsker:
     def redact(self, text: str) -> str:
         """The key never leaves this object: not in errors, logs or reports."""
         return text if self._endpoint is None else self._endpoint.redact(text)
-
-
-def message_text(response: Any) -> str:
-    """The answer's text; InvalidAnswer for no choices, a choice without a message, a refusal
-    or a cut-off answer."""
-    choices = getattr(response, "choices", None) or []
-    if not choices:
-        raise InvalidAnswer("the response has no choices")
-    return message_content(choices[0], "the model")
 
 
 def _parse(response: Any, validator: jsonschema.Draft202012Validator,
