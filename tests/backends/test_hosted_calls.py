@@ -3,7 +3,9 @@ that fail as request_json's do."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -113,3 +115,23 @@ def test_a_check_that_meets_another_answer_leaves_it_to_the_calls() -> None:
         raise HttpStatus(404, {"detail": "no route"}, {})
 
     assert _calls(check=check).call(_failing()) == "answer"
+
+
+def test_without_a_check_the_first_call_is_one() -> None:
+    calls, sent = _calls(), []
+
+    def rejected() -> str:
+        sent.append(1)
+        threading.Event().wait(0.2)  # the others arrive while it is in flight
+        raise HttpStatus(401, {"error": {"message": "bad key"}}, {})
+
+    def attempt_and_tell() -> str:
+        try:
+            return calls.call(rejected)
+        except ModelError as exc:
+            return str(exc)
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        answers = list(pool.map(lambda _: attempt_and_tell(), range(3)))
+    assert len(sent) == 1
+    assert sum(a.startswith("not called:") for a in answers) == 2

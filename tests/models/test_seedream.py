@@ -13,6 +13,7 @@ from pytest_imagetime.backends.registry import MODELS
 from pytest_imagetime.cases.loading import Case
 from pytest_imagetime.models.base import GenerationRequest, ModelError, ModelOptions
 from pytest_imagetime.models.seedream import DEFAULT_MODEL, SEED_NOTE, SeedreamModel
+from tests.builders import case_dict, write_case_file
 from tests.fake_hosted import HostedServer, HostedState, hosted_server
 from tests.fake_seedream import ROUTE, SENSITIVE_MESSAGE, SeedreamHandler
 
@@ -171,3 +172,20 @@ def test_concurrent_requests(server: HostedServer, key: str, case: Case) -> None
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(lambda _: model.generate(request=_request(case)), range(4)))
     assert len(results) == 4 and server.state.max_in_flight > 1
+
+
+def test_a_run_with_a_rejected_key_sends_one_request(pytester: pytest.Pytester,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    with hosted_server(SeedreamHandler, HostedState(required_key=KEY)) as running:
+        monkeypatch.setenv("ARK_API_KEY", "ark-wrong-key-0123456789")
+        write_case_file(pytester.path / "k.yaml",
+                        [case_dict(), case_dict("kitchen-pour-water-2")])
+        result = pytester.runpytest_subprocess(
+            "k.yaml", "--imagetime-model=seedream:api_size=128x128", "--imagetime-judge=pixel",
+            f"--imagetime-size={SIZE}", f"--imagetime-model-base-url={running.url}/api/v3")
+        sent = len(running.state.requests)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors", outcomes.get("error", 0)) == 2, result.stdout.str()
+    assert sent == 1
+    result.stdout.fnmatch_lines(["*Check the key in ARK_API_KEY*"])
+    assert "ark-wrong-key-0123456789" not in result.stdout.str()

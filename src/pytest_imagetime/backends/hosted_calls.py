@@ -162,7 +162,7 @@ class HostedCalls:
         self.refusal = refusal
         self.breaker = Breaker()
         self._check = check
-        self._checked = check is None
+        self._checked = False  # the check, or without one the first call, has been answered
         self._check_lock = threading.Lock()
 
     # ------------------------------------------------------------ wording
@@ -209,20 +209,31 @@ class HostedCalls:
     def ensure_checked(self) -> None:
         """Run the backend's check once, before the first call of this process: a rejected
         key or an unreachable endpoint stops the run's calls before any is paid for."""
-        if self._checked:
+        if self._checked or self._check is None:
             return
         with self._check_lock:
-            if self._checked or self._check is None:
+            if self._checked:
                 return
             # A failed check leaves its reason in the breaker where calls would fail too.
             with contextlib.suppress(self.error):
-                self.call(self._check, checking=True)
+                self._attempts(self._check, checking=True)
             self._checked = True
 
-    def call(self, attempt: Callable[[], T], *, checking: bool = False) -> T:
-        """``attempt()`` with retries; raises ``error`` with the reason, redacted."""
-        if not checking:
-            self.ensure_checked()
+    def call(self, attempt: Callable[[], T]) -> T:
+        """``attempt()`` with retries; raises ``error`` with the reason, redacted. Without a
+        check, the first call is one: the others wait for its answer, so that a rejected key
+        is sent once."""
+        self.ensure_checked()
+        if not self._checked:
+            with self._check_lock:
+                if not self._checked:
+                    try:
+                        return self._attempts(attempt)
+                    finally:
+                        self._checked = True
+        return self._attempts(attempt)
+
+    def _attempts(self, attempt: Callable[[], T], checking: bool = False) -> T:
         retried = 0
         while True:
             if self.breaker.open:
