@@ -5,9 +5,11 @@ redaction of the key.
 The rules are those of ``openai_client.Endpoint`` (docs/hosted-models.md): a request is sent at
 most ``1 + retries`` times; retried are connection failures, timeouts, HTTP 408, 409, 429 and
 5xx, after the server's ``retry-after`` when it gives one, else after an exponential backoff;
-never retried is any other status or a refusal. A rejected key (401, 403, or what a provider
-says instead) stops every later call of the process at once: the key does not change between
-calls. Other failures open the breaker after ``BREAKER_AFTER`` identical ones in a row.
+never retried is any other status or a refusal. A backend's free check (or, without one, its
+first call, which the others wait for) runs before the rest. A rejected key (401, 403, or what
+a provider says instead) stops every later call of the process at once: the key does not
+change between calls. Other failures open the breaker after
+``openai_client.BREAKER_AFTER`` identical ones in a row.
 
 A backend gives its own ``classify`` for what its SDK raises (the Gemini backend) or uses
 ``http_failure`` for ``HttpStatus`` answers of ``request_json`` (Seedream, BFL).
