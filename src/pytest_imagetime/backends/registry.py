@@ -38,6 +38,7 @@ class Extra:
 EXTRAS: Mapping[str, Extra] = {
     "diffusers": Extra(("torch", "diffusers", "transformers")),
     "openai": Extra(("openai",), "the openai package"),
+    "gemini": Extra(("google.genai",), "the google-genai package"),
 }
 
 
@@ -159,6 +160,9 @@ MODELS = Registry("model", "imagetime.models", {
     "diffusers": _DIFFUSERS,
     **dict.fromkeys(DIFFUSERS_PRESETS, _DIFFUSERS),
     "openai-images": "pytest_imagetime.models.openai_images:OpenAIImagesModel",
+    "gemini-image": "pytest_imagetime.models.gemini_images:GeminiImageModel",
+    "seedream": "pytest_imagetime.models.seedream:SeedreamModel",
+    "bfl": "pytest_imagetime.models.bfl:BflModel",
 }, "pytest_imagetime.models.base:adapt_model")
 JUDGES = Registry("judge", "imagetime.judges", {
     "vlm": "pytest_imagetime.judges.vlm:VlmJudge",

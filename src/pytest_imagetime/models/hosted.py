@@ -1,0 +1,92 @@
+"""What the hosted backends that are not OpenAI's share: their key variable, their base URL,
+their price and the parts of a record that every one of them writes.
+
+Each of them (``gemini-image``, ``seedream``, ``bfl``) asks for one square 2x2 sheet in one
+request and keeps the first image: the ImageTime paper's single pass.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ..backends.openai_client import NO_CALLS, safe_url
+from .base import ImageModel, ModelError, ModelOptions
+from .openai_images import price_for
+
+# ModelOptions' key variable when --imagetime-model-key-env is not given: it names OpenAI's
+# key, so these backends read their provider's own variable instead.
+OPENAI_KEY_ENV = ModelOptions().key_env
+
+
+def key_env_of(options: ModelOptions, own: str, *fallbacks: str) -> str | None:
+    """The variable holding the key: the one the user named, else the provider's own (the
+    first of ``own, *fallbacks`` that is set, so that the message names ``own`` when none
+    is); None for a server without keys."""
+    if options.key_env != OPENAI_KEY_ENV:
+        return options.key_env
+    return next((name for name in (own, *fallbacks) if os.environ.get(name)), own)
+
+
+def read_key(key_env: str | None, who: str) -> str | None:
+    """The key in ``key_env``; ValueError naming the variable when it is empty."""
+    if key_env is None:
+        return None
+    key = os.environ.get(key_env)
+    if not key:
+        raise ValueError(f"{who} needs an API key in the environment variable {key_env} (or "
+                         f"--imagetime-model-key-env=NAME for another variable, 'none' for a "
+                         f"server without keys)")
+    return key
+
+
+def per_image_cost(model: str, megapixels: float) -> dict[str, Any]:
+    """The cost of one image from the shipped price table: a flat ``image`` price, or
+    ``first_megapixel`` and ``extra_megapixel`` (each started megapixel after the first)."""
+    price = price_for(model)
+    if price is None:
+        return {"cost_usd": None, "cost_note": f"no price for {model!r} in image_prices.json"}
+    if "image" in price:
+        return {"cost_usd": round(price["image"], 6)}
+    if "first_megapixel" in price:
+        extra = max(0, -int(-(megapixels - 1.0) // 1))
+        return {"cost_usd": round(price["first_megapixel"]
+                                  + extra * price.get("extra_megapixel", 0.0), 6)}
+    return {"cost_usd": None, "cost_note": f"{model!r} is priced by tokens, not by image"}
+
+
+class HostedModel(ImageModel):
+    """The parts of a hosted backend that do not depend on its API; ``generate`` is each
+    API's own. Prompt-only: none of them takes a scaffold (``accepts_reference`` is False)."""
+
+    backend = "hosted"  # the registered name, recorded in the config
+    default_base_url = ""
+
+    def __init__(self, spec: str, model: str, overrides: Mapping[str, Any],
+                 options: ModelOptions) -> None:
+        self.options = options
+        self.model = model
+        self.overrides = dict(overrides)
+        self._spec = spec
+
+    @property
+    def name(self) -> str:
+        return self._spec
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint as shown and stored: credentials in it are masked."""
+        return safe_url(self.options.base_url or self.default_base_url) or ""
+
+    @property
+    def concurrency(self) -> int:
+        """Requests the run may have in flight at once; generate is thread-safe."""
+        return self.options.concurrency
+
+    def config(self) -> Mapping[str, Any]:
+        return {"backend": self.backend, "model": self.model, "base_url": self.base_url,
+                "overrides": dict(sorted(self.overrides.items()))}
+
+    def no_calls(self) -> ModelError:
+        return ModelError(f"the {self.backend} model was {NO_CALLS}")
