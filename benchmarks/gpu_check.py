@@ -95,7 +95,7 @@ def plugin(work: Path, pipeline: Path, args: argparse.Namespace, dtype: str,
         *map(str, files), f"--imagetime-model={spec}", f"--imagetime-size={args.size}",
         "--imagetime-judge=pixel", f"--imagetime-devices={args.device}",
         f"--imagetime-batch-size={batch}"])
-    return (int(stamps["items"]) - 1) / (stamps["last"] - stamps["first"])
+    return float((int(stamps["items"]) - 1) / (stamps["last"] - stamps["first"]))
 
 
 def main() -> None:

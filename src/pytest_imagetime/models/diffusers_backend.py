@@ -3,7 +3,9 @@
 Specs: a preset (``flux-dev``, ``flux-dev:steps=20,guidance=3.5``), any pipeline by repository
 or folder (``diffusers:org/repo``, ``diffusers:/models/x:steps=2,dtype=float32``), or a preset's
 class and settings over other weights (``flux-dev:org/fine-tune``). docs/diffusers.md has the
-preset table and every override.
+preset table and every override; the knobs (LoRA, quantization, attention, compile, device
+map, VAE) live in diffusers_knobs.py, the resolving of the weights the key names in
+weights_revision.py.
 
 Building a model only parses its spec, so collection and the xdist controller never touch the
 weights. The first generation in a process loads them once, through ``from_pretrained`` (the
