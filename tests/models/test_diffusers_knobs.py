@@ -222,7 +222,6 @@ def _without(monkeypatch: pytest.MonkeyPatch, package: str) -> None:
 
 
 def test_torchao_int8_quantizes_the_transformer(tiny: dict[str, Path]) -> None:
-    pytest.importorskip("torchao")
     spec = f"{tiny['flux']}:steps=2,quantization=torchao-int8"
     quantized = model(spec)
     drawn = quantized.generate(request=request())
@@ -238,7 +237,6 @@ def test_torchao_int8_quantizes_the_transformer(tiny: dict[str, Path]) -> None:
 
 
 def test_quantize_names_components_the_pipeline_has(tiny: dict[str, Path]) -> None:
-    pytest.importorskip("torchao")
     backend = model(f"{tiny['flux']}:steps=2,quantization=torchao-int8,quantize=unet")
     with pytest.raises(ModelError, match=r"quantize= names unet; the pipeline's components: "
                                          r".*transformer"):
