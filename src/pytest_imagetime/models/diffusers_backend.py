@@ -430,6 +430,8 @@ def _load(key: LoadKey) -> Loaded:
                          f"release may: pip install -U diffusers")
     local = _local_dir(key.source)
     _check_device_knobs(key)
+    if key.knobs.quantization and key.device.startswith("cuda:"):
+        torch.cuda.set_device(key.device)  # quantizers load onto the current GPU, not .to()'s
     options = _load_options(key)
     try:
         options.update(diffusers_knobs.load_options(
