@@ -56,6 +56,14 @@ def loras(tiny: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> di
 
 
 @pytest.fixture(autouse=True)
+def offline_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hub ids resolve from the cache alone: no test waits on a network it does not have."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture(autouse=True)
 def fresh_pipelines() -> Iterator[None]:
     forget_pipelines()
     yield
@@ -150,7 +158,6 @@ def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     return tmp_path / "hub"
 
 
