@@ -179,6 +179,29 @@ def test_a_hub_revision_resolves_through_its_ref(hub_cache: Path) -> None:
     assert model("org/other").config()["resolved_revision"] == "unresolved"
 
 
+def test_an_uncached_hub_id_asks_the_hub_once_in_a_session_that_calls(
+        hub_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from huggingface_hub import HfApi, constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    asked: list[str] = []
+
+    def model_info(self: Any, repo: str, **_: Any) -> Any:
+        asked.append(repo)
+        return SimpleNamespace(sha=COMMIT_A)
+
+    monkeypatch.setattr(HfApi, "model_info", model_info)
+    backend = model("org/new")
+    assert backend.config()["resolved_revision"] == COMMIT_A
+    backend.config()
+    assert asked == ["org/new"]
+    no_calls = ModelOptions(devices=("cpu",), calls=False)  # --collect-only, a dry run
+    assert model("org/new", options=no_calls).config()["resolved_revision"] == "unresolved"
+    assert asked == ["org/new"]
+
+
 # ---------------------------------------------------------------- LoRA
 
 
