@@ -11,6 +11,7 @@ the plugin at ``--imagetime-batch-size=B`` with the plugin at 1.
     python benchmarks/gpu_check.py [--device cuda] [--n 120] [--repeat 2] [--kind flux]
                                    [--batch 8] [--quantization torchao-int8]
     python benchmarks/gpu_check.py --device cpu --n 8 --repeat 1     # a smoke check
+    python benchmarks/gpu_check.py --rows quantized --quantization bnb-4bit   # one row
 
 Target: plugin / bare >= 0.98 on a GPU for every row. Under 8 minutes on an H100 with the
 defaults.
@@ -109,6 +110,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--quantization", default="torchao-int8",
                         help="the quantized row's quantization= (bnb-4bit needs CUDA)")
+    parser.add_argument("--rows", default="plain,compile,quantized,batch",
+                        help="which rows to time, e.g. quantized for that row alone")
     args = parser.parse_args()
     dtype = "float32" if args.device == "cpu" else "bfloat16"
 
@@ -116,9 +119,13 @@ def main() -> None:
     from tests.tiny_pipelines import save_pipeline
 
     files, prompts = case_prompts(args.n)
-    rows = (("plain", "", False, "none"), ("compile=true", ",compile=true", True, "none"),
-            (f"quantization={args.quantization}", f",quantization={args.quantization}",
-             False, args.quantization))
+    wanted = set(args.rows.split(","))
+    rows = tuple(row for key, row in (
+        ("plain", ("plain", "", False, "none")),
+        ("compile", ("compile=true", ",compile=true", True, "none")),
+        ("quantized", (f"quantization={args.quantization}",
+                       f",quantization={args.quantization}", False, args.quantization)))
+        if key in wanted)
     results: dict[str, list[tuple[float, float]]] = {label: [] for label, *_ in rows}
     batched: list[float] = []
     with tempfile.TemporaryDirectory(prefix="imagetime-gpu-check-") as tmp:
@@ -131,7 +138,8 @@ def main() -> None:
                     plugin(work, pipeline, args, dtype, files, extra, 1)))
                 print(f"{label}: bare {results[label][-1][0]:.2f}, plugin "
                       f"{results[label][-1][1]:.2f} images/s", flush=True)
-            batched.append(plugin(work, pipeline, args, dtype, files, "", args.batch))
+            if "batch" in wanted:
+                batched.append(plugin(work, pipeline, args, dtype, files, "", args.batch))
     device = (torch.cuda.get_device_name(0) if args.device.startswith("cuda")
               else platform.processor() or "cpu")
     print(f"\nmachine: {os.cpu_count()} cores, {device}, torch {torch.__version__}, "
@@ -146,9 +154,10 @@ def main() -> None:
         ratio = plugin_rate / bare_rate
         verdict = "PASS" if ratio >= target else "MISS"
         print(f"{label:<28} {bare_rate:8.2f} {plugin_rate:8.2f} {ratio:7.3f} {verdict}")
-    plain = statistics.median(p for _, p in results["plain"])
-    print(f"{f'plugin, batch {args.batch}':<28} {'':>8} {statistics.median(batched):8.2f} "
-          f"{statistics.median(batched) / plain:6.2f}x over batch 1")
+    if batched and results.get("plain"):
+        plain = statistics.median(p for _, p in results["plain"])
+        print(f"{f'plugin, batch {args.batch}':<28} {'':>8} {statistics.median(batched):8.2f}"
+              f" {statistics.median(batched) / plain:6.2f}x over batch 1")
     print(f"\ntarget: plugin / bare >= {target}")
 
 
