@@ -87,3 +87,19 @@ def test_auto_draws_in_a_child_process_what_this_process_draws(tiny_sd: Path) ->
     here = np.asarray(local.generate(request=request).image, dtype=np.int16)
     for image in (drawn.image, *(g.image for g in batch)):
         assert np.abs(np.asarray(image, dtype=np.int16) - here).max() <= 2
+
+
+@pytest.fixture(scope="module")
+def tiny_flux(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not torch.cuda.is_available():
+        pytest.fail("--run-gpu was given but torch sees no CUDA device")
+    return save_pipeline("flux", tmp_path_factory.mktemp("gpu") / "flux")
+
+
+@pytest.mark.parametrize("knob", ["quantization=bnb-4bit", "quantization=torchao-int8",
+                                  "compile=true", "attention=native", "vae_tiling=true"])
+def test_each_knob_draws_on_the_gpu(tiny_flux: Path, knob: str) -> None:
+    """bitsandbytes needs CUDA and the package (a missing one fails here, not skipped)."""
+    plain = _draw(f"{tiny_flux}:steps=2,dtype=bfloat16", "cuda:0")
+    turned = _draw(f"{tiny_flux}:steps=2,dtype=bfloat16,{knob}", "cuda:0")
+    assert turned.shape == plain.shape == (64, 64, 3)

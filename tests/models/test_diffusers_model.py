@@ -45,6 +45,14 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Pipelines:
 
 
 @pytest.fixture(autouse=True)
+def offline_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hub ids resolve from the cache alone: no test waits on a network it does not have."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture(autouse=True)
 def fresh_pipelines() -> Iterator[None]:
     forget_pipelines()
     yield

@@ -295,7 +295,7 @@ def test_files_model_missing_image_is_an_error(pytester: pytest.Pytester) -> Non
     ("option", "message"),
     [
         ("--imagetime-model=nope", "--imagetime-model=nope: unknown model 'nope'; available: "
-                                   "diffusers, files, flux-dev, *, procedural, *"),
+                                   "diffusers, files, flux, flux-dev, *, procedural, *"),
         ("--imagetime-model=procedural:wobbly", "--imagetime-model=procedural:wobbly: *wobbly*"),
         ("--imagetime-judge=oracle", "--imagetime-judge=oracle: unknown judge 'oracle'*"),
         ("--imagetime-size=12", "--imagetime-size=12: give the sheet size in pixels, an "

@@ -105,6 +105,9 @@ class Registry:
     # "module:function" that checks a created backend and gives it the optional features its
     # kind declares: (backend, name) -> backend.
     adapter: str
+    # "module:attribute" of a {family name: registered name} table, read only when a name
+    # is not registered itself: ``flux`` stands for a documented default preset.
+    families: str | None = None
 
     def available(self) -> dict[str, str]:
         found = dict(self.builtins)
@@ -117,18 +120,33 @@ class Registry:
         # names need the scan of every installed distribution's entry points.
         target = self.builtins.get(name) or self.available().get(name)
         if target is None:
-            names = ", ".join(sorted(self.available()))
+            names = ", ".join(sorted({*self.available(), *self.family_table()}))
             raise UnknownBackend(f"unknown {self.kind} {name!r}; available: {names} "
                                  f"(third-party {self.kind}s register in the "
                                  f"{self.group!r} entry-point group)")
         factory: Callable[[str | None], Any] = _load(target)
         return factory
 
+    def family_table(self) -> Mapping[str, str]:
+        if self.families is None:
+            return {}
+        module_name, _, attribute = self.families.partition(":")
+        table: Mapping[str, str] = getattr(importlib.import_module(module_name), attribute)
+        return table
+
+    def resolve(self, name: str) -> str:
+        """The registered name a family name stands for (``flux`` -> ``flux2-dev``); a
+        registered name stands for itself."""
+        if name in self.builtins:
+            return name
+        return self.family_table().get(name, name)
+
     def create(self, spec: str, **context: Any) -> Any:
         """Build a backend; ``context`` (e.g. ``options=``) goes to factories that take it, and
-        so does ``name=`` (the registered name), for one factory serving several names."""
+        so does ``name=`` (the registered name a family name resolves to), for one factory
+        serving several names."""
         name, sep, argument = spec.partition(":")
-        name = name.strip()
+        name = self.resolve(name.strip())
         factory = self.factory(name)
         context = {"name": name, **context}
         try:
@@ -163,7 +181,8 @@ MODELS = Registry("model", "imagetime.models", {
     "gemini-image": "pytest_imagetime.models.gemini_images:GeminiImageModel",
     "seedream": "pytest_imagetime.models.seedream:SeedreamModel",
     "bfl": "pytest_imagetime.models.bfl:BflModel",
-}, "pytest_imagetime.models.base:adapt_model")
+}, "pytest_imagetime.models.base:adapt_model",
+    families="pytest_imagetime.models.diffusers_presets:FAMILIES")
 JUDGES = Registry("judge", "imagetime.judges", {
     "vlm": "pytest_imagetime.judges.vlm:VlmJudge",
     "pixel": "pytest_imagetime.judges.pixel:PixelJudge",

@@ -3,7 +3,9 @@
 Specs: a preset (``flux-dev``, ``flux-dev:steps=20,guidance=3.5``), any pipeline by repository
 or folder (``diffusers:org/repo``, ``diffusers:/models/x:steps=2,dtype=float32``), or a preset's
 class and settings over other weights (``flux-dev:org/fine-tune``). docs/diffusers.md has the
-preset table and every override.
+preset table and every override; the knobs (LoRA, quantization, attention, compile, device
+map, VAE) live in diffusers_knobs.py, the resolving of the weights the key names in
+weights_revision.py.
 
 Building a model only parses its spec, so collection and the xdist controller never touch the
 weights. The first generation in a process loads them once, through ``from_pretrained`` (the
@@ -15,7 +17,6 @@ fails at once with the same reason instead of loading again.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,7 +28,9 @@ from typing import Any
 from PIL import Image
 
 from ..backends.registry import require_extra
+from . import diffusers_knobs
 from .base import Generated, GenerationRequest, ImageModel, ModelError, ModelOptions
+from .diffusers_knobs import Knobs, check_installed, knobs_from
 from .diffusers_presets import AUTO_PIPELINE, Preset, edit_presets, preset
 from .overrides import (
     Converter,
@@ -39,6 +42,7 @@ from .overrides import (
     split_argument,
 )
 from .prompt_tokens import prompt_token_counts
+from .weights_revision import COMMIT, hub_revision, local_revision
 
 SIZE_MULTIPLE = 16  # latent patches of 2 over a VAE that downsamples 8 times
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -79,6 +83,7 @@ OVERRIDES: Mapping[str, Converter] = {
     "negative_prompt": str,
     "max_sequence_length": positive_int,
     "edit": boolean,
+    **diffusers_knobs.OVERRIDES,
 }
 
 
@@ -110,9 +115,11 @@ class Settings:
     cpu_offload: str
     edit: bool
     needs_image: bool
+    knobs: Knobs
 
 
-def _settings(base: Preset, source: str, values: Mapping[str, Any]) -> Settings:
+def _settings(base: Preset, source: str, values: Mapping[str, Any],
+              knobs: Knobs) -> Settings:
     return Settings(
         pipeline=base.pipeline, source=source, steps=values.get("steps", base.steps),
         guidance=values.get("guidance", base.guidance),
@@ -122,7 +129,7 @@ def _settings(base: Preset, source: str, values: Mapping[str, Any]) -> Settings:
         dtype=values.get("dtype", base.dtype), variant=values.get("variant", base.variant),
         revision=values.get("revision"), scheduler=values.get("scheduler"),
         size=values.get("size"), cpu_offload=values.get("cpu_offload", "none"),
-        edit=values.get("edit", base.edit), needs_image=base.needs_image,
+        edit=values.get("edit", base.edit), needs_image=base.needs_image, knobs=knobs,
     )
 
 
@@ -132,19 +139,21 @@ class LoadKey:
 
     pipeline: str
     source: str
-    revision: str | None
+    revision: str | None  # a Hub source's resolved commit where known: what the key names
     variant: str | None
     dtype: str  # resolved: never "auto"
     device: str
     offload: str
     scheduler: str | None
+    knobs: Knobs
 
 
 @dataclass(frozen=True)
 class Loaded:
     pipe: Any
-    revision: str  # the snapshot commit, or a digest of a local folder's configs
+    revision: str  # the snapshot commit, or a digest of a local folder's weight files
     guider: Any  # the repository's guider component (HunyuanImage), before guidance=
+    compiled: str | None = None  # what torch.compile wraps: "transformer:regional", ...
 
 
 # One entry per LoadKey in this process: the pipeline, or why it could not be loaded.
@@ -177,8 +186,11 @@ class DiffusersModel(ImageModel):
                              f"(diffusers:/local/dir:steps=4)")
         if "scheduler" in values:
             _check_scheduler(values["scheduler"], where)
+        knobs = knobs_from(values, where)
+        if knobs != Knobs():
+            check_installed(knobs, where)
         self.preset_name = name
-        self.settings = _settings(base, source, values)
+        self.settings = _settings(base, source, values, knobs)
         self.options = options or ModelOptions()
         self._spec = f"{name}:{argument}" if argument else name
 
@@ -204,15 +216,34 @@ class DiffusersModel(ImageModel):
         return not self.cpu_bound
 
     def config(self) -> Mapping[str, Any]:
-        """What decides the pixels. Device and offloading are left out: moving a run to
-        another GPU must not regenerate its sheets."""
+        """What decides the pixels, the weights actually resolved included. Device,
+        offloading, device_map, compile and VAE slicing are left out: moving a run to
+        another GPU or compiling it must not regenerate its sheets."""
         s = self.settings
         return {"backend": "diffusers", "preset": self.preset_name, "pipeline": s.pipeline,
-                "source": s.source, "revision": s.revision, "variant": s.variant,
+                "source": s.source, "revision": s.revision,
+                "resolved_revision": self.resolved_revision, "variant": s.variant,
                 "dtype": s.dtype, "steps": s.steps, "guidance": s.guidance,
                 "true_cfg": s.true_cfg, "negative_prompt": s.negative_prompt,
                 "max_sequence_length": s.max_sequence_length, "scheduler": s.scheduler,
-                "size": s.size, "edit": s.edit}
+                "size": s.size, "edit": s.edit,
+                **s.knobs.pixel_config(self.lora_revisions)}
+
+    @functools.cached_property
+    def resolved_revision(self) -> str:
+        """The weights this spec names now: a Hub commit or a local folder's digest
+        (weights_revision.py). Resolved once per process, so a run keys every item alike."""
+        return _weights_revision(self.settings.source, self.settings.revision,
+                                 self.options.calls)
+
+    @functools.cached_property
+    def lora_revisions(self) -> tuple[str, ...]:
+        revisions = []
+        for lora in self.settings.knobs.lora:
+            local = lora.local_path()
+            revisions.append(local_revision(local) if local is not None else
+                             hub_revision(lora.hub_parts()[0], None, self.options.calls))
+        return tuple(revisions)
 
     def generate(self, *, request: GenerationRequest) -> Generated:
         return self._render([request])[0]
@@ -317,15 +348,18 @@ class DiffusersModel(ImageModel):
         import diffusers
 
         s, pipe = self.settings, loaded.pipe
-        return {
+        details = {
             "pipeline": type(pipe).__name__, "source": s.source, "revision": loaded.revision,
             "device": self._device(), "dtype": self._dtype(), "cpu_offload": s.cpu_offload,
             "steps": s.steps or _default(pipe, "num_inference_steps"),
             "guidance": self._guidance_used(loaded), "true_cfg": s.true_cfg,
             "scheduler": type(pipe.scheduler).__name__,
             "size": size, "batch": count, "seconds": round(seconds, 3),
-            "diffusers_version": diffusers.__version__,
+            "diffusers_version": diffusers.__version__, **s.knobs.details(),
         }
+        if loaded.compiled:
+            details["compile"] = loaded.compiled
+        return details
 
     def _guidance_used(self, loaded: Loaded) -> Any:
         """The override, else the guider's or the pipeline's own default."""
@@ -355,9 +389,13 @@ class DiffusersModel(ImageModel):
 
     def _load_key(self) -> LoadKey:
         s = self.settings
-        return LoadKey(pipeline=s.pipeline, source=s.source, revision=s.revision,
+        # A resolved Hub commit is loaded as such: the pixels then come from the weights
+        # the input key names, even when the branch moves meanwhile.
+        resolved = self.resolved_revision
+        revision = resolved if COMMIT.fullmatch(resolved) else s.revision
+        return LoadKey(pipeline=s.pipeline, source=s.source, revision=revision,
                        variant=s.variant, dtype=self._dtype(), device=self._device(),
-                       offload=s.cpu_offload, scheduler=s.scheduler)
+                       offload=s.cpu_offload, scheduler=s.scheduler, knobs=s.knobs)
 
     def _loaded(self) -> Loaded:
         key = self._load_key()
@@ -384,15 +422,29 @@ def _load(key: LoadKey) -> Loaded:
         raise ModelError(f"diffusers {diffusers.__version__} has no {key.pipeline}; a newer "
                          f"release may: pip install -U diffusers")
     local = _local_dir(key.source)
+    _check_device_knobs(key)
+    if key.knobs.quantization and key.device.startswith("cuda:"):
+        torch.cuda.set_device(key.device)  # quantizers load onto the current GPU, not .to()'s
+    options = _load_options(key)
     try:
-        pipe = pipeline_class.from_pretrained(str(local or key.source), **_load_options(key))
+        options.update(diffusers_knobs.load_options(
+            key.knobs, options.get("dtype", options.get("torch_dtype")),
+            _component_libraries(key, local) if key.knobs.quantization else {}))
+        pipe = pipeline_class.from_pretrained(str(local or key.source), **options)
+    except ModelError:
+        raise
     except Exception as exc:
         raise ModelError(_load_failure(key, local, exc)) from exc
     try:
-        _place(pipe, key)
+        diffusers_knobs.apply_loras(pipe, key.knobs)
+        if not key.knobs.device_map:
+            _place(pipe, key)
         if key.scheduler:
             scheduler_class = getattr(diffusers, key.scheduler)
             pipe.scheduler = scheduler_class.from_config(pipe.scheduler.config)
+        diffusers_knobs.apply_attention(pipe, key.knobs)
+        diffusers_knobs.apply_vae(pipe, key.knobs)
+        compiled = diffusers_knobs.apply_compile(pipe, key.knobs)
     except torch.cuda.OutOfMemoryError as exc:
         torch.cuda.empty_cache()
         raise ModelError(f"out of GPU memory moving {key.source} to {key.device}: "
@@ -404,7 +456,7 @@ def _load(key: LoadKey) -> Loaded:
                          f"{type(exc).__name__}: {_reason(exc)}") from exc
     pipe.set_progress_bar_config(disable=True)
     return Loaded(pipe=pipe, revision=_loaded_revision(key, local),
-                  guider=getattr(pipe, "guider", None))
+                  guider=getattr(pipe, "guider", None), compiled=compiled)
 
 
 def _load_options(key: LoadKey) -> dict[str, Any]:
@@ -472,23 +524,44 @@ def _folder_class(folder: Path) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _loaded_revision(key: LoadKey, local: Path | None) -> str:
-    """The weights actually loaded: a Hub snapshot's commit, or ``local-`` and a digest of a
-    folder's configuration files (weights are not read: hashing gigabytes costs minutes)."""
-    if local is not None:
-        digest = hashlib.sha256()
-        files = [local / "model_index.json", *sorted(local.glob("*/*config.json"))]
-        for path in files:
-            if path.is_file():
-                digest.update(path.relative_to(local).as_posix().encode() + b"\0")
-                digest.update(path.read_bytes())
-        return f"local-{digest.hexdigest()[:12]}"
-    from huggingface_hub import try_to_load_from_cache
+def _weights_revision(source: str, revision: str | None, online: bool) -> str:
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return local_revision(path)
+    return hub_revision(source, revision, online)
 
-    found = try_to_load_from_cache(key.source, "model_index.json", revision=key.revision)
-    if isinstance(found, str):
-        return Path(found).parent.name  # .../snapshots/<commit>/model_index.json
-    return key.revision or "unknown"
+
+def _loaded_revision(key: LoadKey, local: Path | None) -> str:
+    """The weights actually loaded: a Hub snapshot's commit (the cache holds it now), or
+    ``local-`` and the digest of the folder's files that the input key holds too."""
+    if local is not None:
+        return local_revision(local)
+    return hub_revision(key.source, key.revision, online=False)
+
+
+def _check_device_knobs(key: LoadKey) -> None:
+    """Knobs that need CUDA, refused on another device before anything loads."""
+    cuda = key.device.startswith("cuda")
+    if key.knobs.device_map and not cuda:
+        raise ModelError(f"device_map={key.knobs.device_map} spreads the pipeline over CUDA "
+                         f"GPUs; this process uses {key.device}")
+    if key.knobs.quantization and key.knobs.quantization.startswith("bnb-") and not cuda:
+        raise ModelError(f"quantization={key.knobs.quantization} runs bitsandbytes kernels, "
+                         f"which need a CUDA device; this process uses {key.device} (on the "
+                         f"CPU: quantization=torchao-int8)")
+
+
+def _component_libraries(key: LoadKey, local: Path | None) -> dict[str, str]:
+    """Each component's library, from the weights' model_index.json."""
+    import diffusers
+
+    try:
+        index = diffusers.DiffusionPipeline.load_config(str(local or key.source),
+                                                        revision=key.revision)
+    except Exception as exc:
+        raise ModelError(_load_failure(key, local, exc)) from exc
+    return {name: entry[0] for name, entry in index.items()
+            if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)}
 
 
 # ---------------------------------------------------------------- pipeline calls

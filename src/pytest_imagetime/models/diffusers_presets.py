@@ -79,6 +79,26 @@ PRESETS: Mapping[str, Preset] = {
 }
 
 
+# Short family names and the preset each stands for (docs/models.md, "Family names"). The
+# paper's FLUX is FLUX.2 [pro], a hosted model; ``flux`` takes the open weights of that
+# generation, FLUX.2 [dev], so its scores sit beside the paper's FLUX row. The other open
+# models the paper reports (Z-Image-Turbo, Qwen-Image-2512, HunyuanImage-2.1, SDXL base)
+# are the presets of their families.
+FAMILIES: Mapping[str, str] = {
+    "flux": "flux2-dev",
+    "flux2": "flux2-dev",
+    "flux1": "flux-dev",
+    "sd3": "sd3.5-large",
+    "sd3.5": "sd3.5-large",
+    "stable-diffusion-xl": "sdxl",
+    "qwen": "qwen-image",
+    "qwen-image-2512": "qwen-image",
+    "z-image": "z-image-turbo",
+    "hunyuan-image": "hunyuanimage-2.1",
+    "hunyuanimage": "hunyuanimage-2.1",
+}
+
+
 def preset(name: str) -> Preset:
     """The preset registered as ``name``; ``diffusers`` itself is the generic one."""
     if name == "diffusers":
