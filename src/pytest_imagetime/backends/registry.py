@@ -1,7 +1,9 @@
 """Backends by name: built-ins plus third-party ones from an entry-point group.
 
-A spec is ``NAME`` or ``NAME:ARGUMENT`` (``procedural:copied``, ``files:/data/sheets``).
-Backends are imported only when used, so heavy libraries load only for the runs that need them.
+A spec is ``NAME`` or ``NAME:ARGUMENT`` (``procedural:copied``, ``files:/data/sheets``), or
+``python:MODULE:ATTRIBUTE[:ARGUMENT]`` for a factory in any importable module; a session adds
+the names its conftest.py files register. Backends are imported only when used, so heavy
+libraries load only for the runs that need them.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,35 @@ from typing import Any
 
 class UnknownBackend(LookupError):
     pass
+
+
+PYTHON_FORM = "python:MODULE:ATTRIBUTE[:ARGUMENT]"
+
+
+def python_factory(target: str) -> tuple[Callable[..., Any], str | None]:
+    """The factory and argument of a ``python:MODULE:ATTRIBUTE[:ARGUMENT]`` spec (``target``
+    is what follows ``python:``); a bad one raises ValueError saying what failed."""
+    module_name, _, rest = target.partition(":")
+    attribute, sep, argument = rest.partition(":")
+    module_name, attribute = module_name.strip(), attribute.strip()
+    accepted = (f"the accepted form is {PYTHON_FORM}, MODULE importable from the rootdir or "
+                "sys.path and ATTRIBUTE a class or factory in it")
+    if not module_name or not attribute:
+        raise ValueError(f"no {'module' if not module_name else 'attribute'} given; {accepted}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"module {module_name!r} not found ({exc}); {accepted}") from None
+    except Exception as exc:  # the module itself fails: say how, not a traceback
+        raise ValueError(f"module {module_name!r} failed to import: "
+                         f"{type(exc).__name__}: {exc}; {accepted}") from None
+    obj = getattr(module, attribute, None)
+    if obj is None:
+        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}; {accepted}")
+    if not callable(obj):
+        raise ValueError(f"{module_name}:{attribute} is not callable "
+                         f"({type(obj).__name__}); {accepted}")
+    return obj, argument if sep else None
 
 
 def spec_path(argument: str, base: Path | None) -> Path:
@@ -31,6 +62,16 @@ class Registry:
     kind: str  # "model" or "judge"
     group: str  # entry-point group
     builtins: Mapping[str, str]  # name -> "module:attribute"
+    # Names a session's conftest.py files and plugins register (pytest_imagetime_register_models)
+    added: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def with_added(self, factories: Mapping[str, Callable[..., Any]]) -> Registry:
+        """This registry plus ``factories`` by name (a built-in name is refused)."""
+        taken = sorted(set(factories) & {*self.builtins, "python"})
+        if taken:
+            raise ValueError(f"{', '.join(taken)}: a built-in {self.kind} has this name; "
+                             "register under another one")
+        return replace(self, added={**self.added, **factories})
 
     def available(self) -> dict[str, str]:
         found = dict(self.builtins)
@@ -41,12 +82,15 @@ class Registry:
     def factory(self, name: str) -> Callable[[str | None], Any]:
         # A built-in wins over an entry point of the same name (see available), so only other
         # names need the scan of every installed distribution's entry points.
+        if name in self.added:
+            return self.added[name]
         target = self.builtins.get(name) or self.available().get(name)
         if target is None:
-            names = ", ".join(sorted(self.available()))
+            names = ", ".join(sorted({*self.available(), *self.added}))
             raise UnknownBackend(f"unknown {self.kind} {name!r}; available: {names} "
                                  f"(third-party {self.kind}s register in the "
-                                 f"{self.group!r} entry-point group)")
+                                 f"{self.group!r} entry-point group, or are named as "
+                                 f"{PYTHON_FORM})")
         module_name, _, attribute = target.partition(":")
         obj: Callable[[str | None], Any] = getattr(importlib.import_module(module_name),
                                                    attribute)
@@ -57,7 +101,11 @@ class Registry:
         so does ``name=`` (the registered name), for one factory serving several names."""
         name, sep, argument = spec.partition(":")
         name = name.strip()
-        factory = self.factory(name)
+        if name == "python":
+            factory, given = python_factory(argument)
+            sep, argument = ("", "") if given is None else (":", given)
+        else:
+            factory = self.factory(name)
         context = {"name": name, **context}
         try:
             accepted = inspect.signature(factory).parameters
@@ -65,7 +113,14 @@ class Registry:
             accepted = {}  # type: ignore[assignment]
         takes_all = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
         extra = {k: v for k, v in context.items() if takes_all or k in accepted}
-        return factory(argument if sep else None, **extra)
+        if name != "python" and name not in self.added:
+            return factory(argument if sep else None, **extra)
+        try:  # a factory of the session's own: its failure is a usage error, not a traceback
+            return factory(argument if sep else None, **extra)
+        except Exception as exc:
+            shown = ":".join(spec.split(":")[1:3]) if name == "python" else name
+            raise ValueError(f"the factory {shown} raised "
+                             f"{type(exc).__name__}: {exc}") from None
 
 
 _DIFFUSERS = "pytest_imagetime.models.diffusers_backend:DiffusersModel"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..backends.registry import JUDGES, MODELS, UnknownBackend
+from ..backends.registry import JUDGES, UnknownBackend
 from ..cases.inventory import slug
 from ..cases.loading import (
     Case,
@@ -39,6 +39,7 @@ from .failure_text import PlainFailures, report_text
 from .markers import Markers
 from .options import Options, for_session
 from .progress import Progress
+from .registered_models import session_models
 from .replay import item_can_replay, replay, session_can_replay
 from .scheduling import is_case_nodeid, shard_cases, share_of
 
@@ -173,12 +174,13 @@ class ImagetimeSession:
         self.runs: dict[str, RunSpec] = {}
         references = self._references(options)
         for spec in options.models:
-            model: ImageModel = _resolve("model", spec, MODELS, options=options.model_options)
+            model: ImageModel = _resolve("model", spec, session_models(config),
+                                         options=options.model_options)
             _check_model_fits(spec, model, options)
             choice = options.model_options.process
             if may_draw_in_own_process(model, choice):
-                model = OwnProcessModel(factory_of(MODELS, spec, options.model_options), model,
-                                        choice)
+                model = OwnProcessModel(factory_of(session_models(config), spec,
+                                                   options.model_options), model, choice)
             paths = RunPaths(options.out, model.name, judge.name, options.setting, options.grid)
             self.runs[spec] = RunSpec(model=model, judge=judge, paths=paths,
                                       setting=options.setting, size=options.size,
@@ -289,8 +291,8 @@ class ImagetimeSession:
         if options.reference_dir is not None:
             return ReferenceDir(options.reference_dir)
         assert options.reference_model is not None  # parse_options demands one of the two
-        model: ImageModel = _resolve("reference-model", options.reference_model, MODELS,
-                                     options=options.model_options)
+        model: ImageModel = _resolve("reference-model", options.reference_model,
+                                     session_models(self.config), options=options.model_options)
         return GeneratedReferences(model, options.out, options.size,
                                    functools.partial(case_seed, options.seed))
 

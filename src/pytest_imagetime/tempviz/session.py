@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..backends.registry import MODELS, UnknownBackend
+from ..backends.registry import Registry, UnknownBackend
 from ..cases.inventory import slug
 from ..engine.item_error import ItemError
 from ..engine.pipeline import CostBudget
@@ -26,6 +26,7 @@ from ..models.base import ImageModel
 from ..plugin.failure_text import PlainFailures, report_text
 from ..plugin.markers import Markers
 from ..plugin.options import Options, for_session, option_path
+from ..plugin.registered_models import session_models
 from ..plugin.scheduling import shard_cases
 from ..report.pytest_junit import PytestJunit, pytest_junit_of
 from ..sheet.prompts import SHEET
@@ -174,9 +175,9 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _model(spec: str, options: Options) -> ImageModel:
+def _model(spec: str, options: Options, models: Registry) -> ImageModel:
     try:
-        model: ImageModel = MODELS.create(spec, options=options.model_options)
+        model: ImageModel = models.create(spec, options=options.model_options)
     except (UnknownBackend, ValueError, ImportError) as exc:
         raise pytest.UsageError(f"--imagetime-model={spec}: {exc}") from None
     return model
@@ -200,7 +201,7 @@ class TempvizSession:
         budget = CostBudget(None if options.max_cost is None else options.max_cost / workers)
         self.runs: dict[str, TempvizRun] = {}
         for spec in options.models:
-            model = _model(spec, options)
+            model = _model(spec, options, session_models(config))
             self.runs[spec] = TempvizRun(
                 model=model, judge=self.judge,
                 paths=run_paths(options.out, model.name, self.judge.name), size=options.size,
