@@ -80,8 +80,8 @@ def test_a_conftest_registers_a_model(project: pytest.Pytester, workers: list[st
     run = project.runpytest_subprocess if workers else project.runpytest
     run(*args).assert_outcomes(failed=3)  # flat images: the pixel judge fails them, none errs
     drawn = _drawn(project)
-    assert sorted(case for _, case in drawn) == ["kitchen-boil-water-1", "kitchen-pour-water-1",
-                                                 "kitchen-pour-water-2"]
+    assert sorted(str(case) for _, case in drawn) == [
+        "kitchen-boil-water-1", "kitchen-pour-water-1", "kitchen-pour-water-2"]
     if workers:  # each worker resolved the name through its own conftest.py
         assert {worker for worker, _ in drawn} == {"gw0", "gw1"}
     assert _record(project, "flat-120")["model_config"] == {"shade": 120}
