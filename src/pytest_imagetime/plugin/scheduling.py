@@ -11,6 +11,8 @@ look-ahead).
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -27,6 +29,25 @@ def shard_cases(case_ids: list[str], shard: tuple[int, int]) -> set[str]:
     k, n = shard
     ordered = sorted(set(case_ids))
     return {case_id for i, case_id in enumerate(ordered) if i % n == k - 1}
+
+
+def limited_cases(domains: Mapping[str, str], limit: int) -> list[str]:
+    """At most ``limit`` case ids of ``domains`` (case id -> domain), round-robin over the
+    domains in name order, each domain's cases ordered by a hash of their id: the same cases
+    on every machine, process and run, and every domain's first case before any second."""
+    by_domain: dict[str, list[str]] = {}
+    for case_id, domain in domains.items():
+        by_domain.setdefault(domain, []).append(case_id)
+    queues = [sorted(ids, key=_stable_rank) for _, ids in sorted(by_domain.items())]
+    chosen: list[str] = []
+    for rank in range(max(map(len, queues), default=0)):
+        chosen += [ids[rank] for ids in queues if rank < len(ids)][:limit - len(chosen)]
+    return chosen
+
+
+def _stable_rank(case_id: str) -> tuple[str, str]:
+    # Python's hash() of a str changes with PYTHONHASHSEED: sha256 is the same everywhere.
+    return hashlib.sha256(case_id.encode()).hexdigest(), case_id
 
 
 def is_case_nodeid(nodeid: str) -> bool:
