@@ -898,6 +898,10 @@ class ImagetimeSession:
                 tr.write_line(f"{_report_name(report)}: {coverage['ran']} items ran in this "
                               f"session; {coverage['kept']} kept from this directory's last "
                               f"report")
+            if coverage.get("non_square"):
+                tr.write_line(f"{_report_name(report)}: sheets not square: "
+                              f"{coverage['non_square']} (the protocol's sheet is square; "
+                              "their items say square: false in report.json)")
         for path, _ in self.reports:
             tr.write_line(f"report: {path}")
         if self.options.junit is not None:

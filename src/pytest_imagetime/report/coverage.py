@@ -128,6 +128,8 @@ def coverage_json(items: Sequence[Mapping[str, Any]], suite: Suite,
         and not suite.unreadable,
         "ran": ran,
         "kept": len(items) - ran,
+        # The protocol's sheet is square: a backend's other shape is scored, and counted here.
+        "non_square": sum(1 for i in items if i.get("square") is False),
     }
 
 
