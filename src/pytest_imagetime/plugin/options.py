@@ -180,7 +180,7 @@ def add_options(parser: pytest.Parser) -> None:
     option("limit", "Run at most N cases for a quick smoke run that still covers every domain: "
            "round-robin over the domains, each domain's cases in a stable order (by a hash of "
            "the case id); applied to the selection before --imagetime-shard splits it "
-           "(docs/limit.md).")
+           "(docs/shards.md).")
     option("baseline", "Baseline to gate on: a report.json (for every run) or an output "
            "directory holding <model>/<judge>/report.json per run.")
     option("max-drop", "Tolerated drops below the baseline, e.g. L5:0.3,overall:0.2 (metrics: "
