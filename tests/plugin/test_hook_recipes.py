@@ -17,7 +17,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
 
 def _recipe(module: str) -> str:
     """The python block of docs/hooks.md that imports ``module``."""
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
     (block,) = [b for b in blocks if f"\nimport {module}\n" in b]
     return block
 
