@@ -41,7 +41,7 @@ from .options import Options, for_session
 from .progress import Progress
 from .registered_models import session_models
 from .replay import item_can_replay, replay, session_can_replay
-from .scheduling import is_case_nodeid, limited_cases, shard_cases, share_of
+from .scheduling import is_case_nodeid, keep_limited, shard_cases, share_of
 
 if TYPE_CHECKING:
     from ..report.coverage import Suite
@@ -65,10 +65,6 @@ RERUN_OPTIONS = ("judge", "setting", "grid", "size", "seed", "pass-threshold", "
                  "judge-model", "judge-base-url", "judge-key-env", "judge-repeats",
                  "reference-dir", "reference-model", "model-base-url", "model-key-env")
 session_key = pytest.StashKey["ImagetimeSession"]()
-
-
-class LimitWarning(pytest.PytestWarning):
-    """--imagetime-limit is below the number of domains: some domains are not run."""
 
 
 def start(config: pytest.Config, options: Options) -> None:
@@ -318,7 +314,8 @@ class ImagetimeSession:
                                       items: list[pytest.Item]) -> None:
         if self.baselines:
             self._mark_known_failures(items)
-        limited = self._apply_limit(config, items)
+        limited = (None if self.options.limit is None
+                   else keep_limited(config, items, self.options.limit))
         if self.options.shard is not None:
             # A share of the suite, not of the selection: shard K is the same cases whatever
             # -k or --lf keeps, so its reruns and its merge agree on what it covers.
@@ -348,28 +345,6 @@ class ImagetimeSession:
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
         self.estimate_printed = True
-
-    def _apply_limit(self, config: pytest.Config, items: list[pytest.Item]) -> list[str] | None:
-        """Keep the ``--imagetime-limit`` cases of the selection (``limited_cases``) and
-        return them, for the shard to split; None without a limit."""
-        if self.options.limit is None:
-            return None
-        domains = {i.case.id: i.case.domain for i in items if isinstance(i, CaseItem)}
-        limited = limited_cases(domains, self.options.limit)
-        chosen = set(limited)
-        others = [i for i in items if isinstance(i, CaseItem) and i.case.id not in chosen]
-        if others:
-            config.hook.pytest_deselected(items=others)
-            items[:] = [i for i in items if not isinstance(i, CaseItem) or i.case.id in chosen]
-        every = len(set(domains.values()))
-        if self.options.limit < every:
-            import warnings
-
-            warnings.warn(LimitWarning(
-                f"--imagetime-limit={self.options.limit} covers {self.options.limit} of the "
-                f"selection's {every} domains (their first cases); give {every} or more to "
-                "cover every domain"), stacklevel=1)
-        return limited
 
     def claim_folders(self) -> None:
         """Claim each model folder this session writes (``run_lock.py``): a live session
