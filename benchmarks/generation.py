@@ -130,7 +130,7 @@ def sheet_costs(run: Path, limit: int = 40) -> tuple[float, float, int]:
     from PIL import Image
 
     from pytest_imagetime.sheet.metrics import analyze
-    from pytest_imagetime.store.run_dir import encode_png
+    from pytest_imagetime.store.sheets import encode_png
 
     measure: list[float] = []
     encode: list[float] = []

@@ -30,14 +30,14 @@ import numpy as np
 import PIL
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case, Predicate, Setup
+from pytest_imagetime.cases.model import Case, Predicate, Setup
 from pytest_imagetime.judges.base import SheetToJudge
 from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.rubric.facts import Applicability
 from pytest_imagetime.rubric.judgment import Judgment
-from pytest_imagetime.scoring.aggregate import score_item
+from pytest_imagetime.scoring.item import score_item
+from pytest_imagetime.sheet import METRICS_VERSION
 from pytest_imagetime.sheet.geometry import compose, gutter_width
-from pytest_imagetime.sheet.metrics import METRICS_VERSION
 
 try:
     from skimage import data as skimage_data

@@ -28,7 +28,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pytest_imagetime.cases.loading import builtin_cases_dir, case_files, load_case_file  # noqa: E402
+from pytest_imagetime.cases.loading import (  # noqa: E402
+    builtin_cases_dir,
+    case_files,
+    load_case_file,
+)
 from pytest_imagetime.cases.rules import estimated_tokens  # noqa: E402
 
 LIMITS = (77, 256, 512)

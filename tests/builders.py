@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from pytest_imagetime.cases.loading import Case, Forbidden, Predicate, Setup
+from pytest_imagetime.cases.model import Case, Forbidden, Predicate, Setup
 from pytest_imagetime.rubric.facts import Applicability
 
 PROMPT = (

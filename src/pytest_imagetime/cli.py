@@ -1,4 +1,7 @@
-"""The ``imagetime`` command, thin over the library: lint cases, show reports."""
+"""The ``imagetime`` command: its parser and the subcommands that lint cases, summarise, merge,
+report and gate stored runs; the case, label, baseline, agreement and probe subcommands are
+registered from the rooms that own them.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ from .cases.lint import lint_paths
 from .cases.loading import builtin_cases_dir
 from .report.summary import summary_lines
 from .research.agreement.command import add_parser as agree_parser
+from .research.agreement.judges import add_parser as judges_agree_parser
 from .research.baselines.command import add_parser as baseline_parser
 from .research.labels.command import add_parser as label_parser
-from .research.probe.commands import add_commands as probe_commands
+from .research.probe.commands import add_parser as probe_order_parser
+from .research.tempviz_paper.command import add_parser as tempviz_parser
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -229,7 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     cases_parser(sub)
     baseline_parser(sub)
     label_parser(sub)
-    probe_commands(sub)
+    probe_order_parser(sub)
+    judges_agree_parser(sub)
+    tempviz_parser(sub)
     return parser
 
 

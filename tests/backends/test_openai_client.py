@@ -26,7 +26,7 @@ from pytest_imagetime.backends.openai_client import (
     retry_after,
     safe_url,
 )
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.judges.base import JudgeOptions, SheetToJudge
 from pytest_imagetime.judges.vlm import VlmJudge
 from pytest_imagetime.models.base import GenerationRequest, ModelError, ModelOptions

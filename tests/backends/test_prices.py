@@ -22,7 +22,8 @@ from pytest_imagetime.backends.prices import (
     shipped_table,
     sum_costs,
 )
-from pytest_imagetime.cases.loading import Case, builtin_cases_dir, load_case_file
+from pytest_imagetime.cases.loading import builtin_cases_dir, load_case_file
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.judges.base import JudgeOptions, SheetToJudge
 from pytest_imagetime.judges.prompt import SchemaKey, schema_key
 from pytest_imagetime.judges.vlm import VlmJudge
@@ -316,7 +317,7 @@ def test_the_dry_run_of_an_offline_judge_costs_nothing(pytester: pytest.Pytester
 
 def test_judgments_stored_with_the_price_in_their_key_are_kept(pytester: pytest.Pytester,
                                                                judge_env: ChatServer) -> None:
-    from pytest_imagetime.store.run_dir import input_key
+    from pytest_imagetime.store.keys import input_key
 
     _cases(pytester)
     args = ["k.yaml", "--imagetime-model=procedural", "--imagetime-size=128"]

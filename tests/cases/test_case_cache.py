@@ -28,11 +28,30 @@ def _entries(folder: Path) -> list[Path]:
     return sorted(folder.glob(f"*{case_cache.SUFFIX}")) if folder.exists() else []
 
 
-def test_packaged_cases_are_the_same_cold_and_warm(cache: Path) -> None:
+def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts PyYAML is asked to parse from now on: a text found in the cache is not."""
+    from pytest_imagetime.cases import yaml_lines
+
+    parsed: list[str] = []
+    real = yaml_lines.parse
+
+    def counting(text: str) -> Any:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(yaml_lines, "parse", counting)
+    return parsed
+
+
+def test_packaged_cases_are_the_same_cold_and_warm(cache: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     files = sorted(builtin_cases_dir().glob("*.yaml"))[:4]
+    parsed = _count_parses(monkeypatch)
     cold = [inspect_case_file(f) for f in files]
     assert len(_entries(cache)) == len(files)
+    assert len(parsed) == len(files)
     warm = [inspect_case_file(f) for f in files]
+    assert len(parsed) == len(files)  # the warm pass read every file from the cache
     assert warm == cold
     assert ([case.line for found, _ in warm for case in found]
             == [case.line for found, _ in cold for case in found])
@@ -119,7 +138,13 @@ def test_a_cache_that_cannot_be_written_is_not_used(tmp_path: Path,
     blocker.write_text("not a directory")
     monkeypatch.setenv("IMAGETIME_CACHE_DIR", str(blocker))
     path = write_case_file(tmp_path / "k.yaml", [case_dict()])
-    assert load_case_file(path) == load_case_file(path)
+    parsed = _count_parses(monkeypatch)
+    first = load_case_file(path)
+    assert [case.id for case in first] == ["kitchen-pour-water-1"]
+    assert load_case_file(path) == first
+    assert parsed == [path.read_text()] * 2  # nothing was kept: both loads parsed the file
+    assert case_cache.load(path.read_text()) is None
+    assert blocker.read_text() == "not a directory"
 
 
 @pytest.mark.parametrize("setting", ["off", "", "None"])
@@ -136,7 +161,11 @@ def test_code_that_cannot_be_read_keeps_nothing(tmp_path: Path, cache: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(case_cache, "_code_digest", lambda: None)
     path = write_case_file(tmp_path / "k.yaml", [case_dict()])
-    assert load_case_file(path) == load_case_file(path)
+    parsed = _count_parses(monkeypatch)
+    first = load_case_file(path)
+    assert [case.id for case in first] == ["kitchen-pour-water-1"]
+    assert load_case_file(path) == first
+    assert parsed == [path.read_text()] * 2  # nothing was kept: both loads parsed the file
     assert not _entries(cache)
 
 

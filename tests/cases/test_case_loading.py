@@ -20,16 +20,18 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_imagetime.cases import loading as cases
+from pytest_imagetime.cases import checks as case_checks
+from pytest_imagetime.cases import loading as case_loading
+from pytest_imagetime.cases import schema as case_schema
 from pytest_imagetime.cases import yaml_lines as case_yaml
+from pytest_imagetime.cases.checks import content_words
 from pytest_imagetime.cases.loading import (
-    CaseFileError,
     builtin_cases_dir,
     case_files,
-    content_words,
     inspect_case_file,
     load_case_file,
 )
+from pytest_imagetime.cases.model import CaseFileError
 from pytest_imagetime.cases.schemacheck import UnsupportedSchema, compile_check
 from tests.builders import case_dict
 
@@ -42,11 +44,11 @@ def _doc(*items: Doc) -> Doc:
 
 
 def _jsonschema_valid(doc: Any) -> bool:
-    return not any(cases._validator().iter_errors(doc))
+    return not any(case_schema.validator().iter_errors(doc))
 
 
 def _fast_valid(doc: Any) -> bool:
-    check = cases._fast_check()
+    check = case_schema.fast_check()
     assert check is not None, "the case schema should compile to a fast check"
     return check(doc)
 
@@ -226,7 +228,8 @@ def _all_paths(lines: dict[tuple[str | int, ...], int]) -> list[tuple[str | int,
     return paths
 
 
-def _both_ways(text: str) -> tuple[Any, dict[tuple[str | int, ...], int], list[cases._Lines]]:
+def _both_ways(text: str) -> tuple[Any, dict[tuple[str | int, ...], int],
+                                  list[case_loading._Lines]]:
     """The reference parse (data with every line) and the fast one (plain data, lines looked
     up lazily from the parse's nodes); their data must be equal."""
     lines: dict[tuple[str | int, ...], int] = {}
@@ -235,7 +238,7 @@ def _both_ways(text: str) -> tuple[Any, dict[tuple[str | int, ...], int], list[c
     assert parsed is not None
     plain, case_lines, root = parsed
     assert plain == data
-    return data, lines, [cases._Lines(case_lines, lambda: root)]
+    return data, lines, [case_loading._Lines(case_lines, lambda: root)]
 
 
 @pytest.mark.parametrize("text", TRICKY_YAML)
@@ -243,7 +246,7 @@ def test_plain_data_and_lines_match_the_line_map(text: str) -> None:
     _, lines, fast = _both_ways(text)
     for lazy in fast:
         for where in _all_paths(lines):
-            assert lazy(where) == cases._line_of(lines, where), where
+            assert lazy(where) == case_loading._line_of(lines, where), where
 
 
 def test_plain_data_and_case_lines_of_the_packaged_cases() -> None:
@@ -266,7 +269,7 @@ def test_plain_data_matches_on_generated_yaml(value: Any) -> None:
     _, lines, fast = _both_ways(text)
     for lazy in fast:
         for where in _all_paths(lines):
-            assert lazy(where) == cases._line_of(lines, where)
+            assert lazy(where) == case_loading._line_of(lines, where)
 
 
 # ---------------------------------------------------------------- problems on the fast path
@@ -315,7 +318,7 @@ def test_without_the_fast_check_results_are_the_same(tmp_path: Path,
     bad.write_text(yaml.safe_dump(_doc(case_dict(difficulty="trivial", promt="x")),
                                   sort_keys=False, width=1000))
     fast = [inspect_case_file(good), inspect_case_file(bad)]
-    monkeypatch.setattr(cases, "_fast_check", lambda: None)
+    monkeypatch.setattr(case_loading, "fast_check", lambda: None)
     assert [inspect_case_file(good), inspect_case_file(bad)] == fast
     assert fast[0][0] and not fast[0][1] and not fast[1][0] and len(fast[1][1]) == 2
 
@@ -325,7 +328,7 @@ def test_without_the_fast_check_results_are_the_same(tmp_path: Path,
 def test_names_word_is_membership_in_content_words(text: str, phrase: str) -> None:
     lowered = text.lower()
     for word in content_words(phrase):
-        assert cases._names_word(lowered, word) == (word in content_words(text))
+        assert case_checks._names_word(lowered, word) == (word in content_words(text))
 
 
 def test_collector_is_back_on_after_loading(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ from pytest_imagetime.cases.lint import (
     scene_words,
     sibling_flag_problems,
 )
-from pytest_imagetime.cases.loading import Case, Predicate, Setup, load_case_file
+from pytest_imagetime.cases.loading import load_case_file
+from pytest_imagetime.cases.model import Case, Predicate, Setup
 from pytest_imagetime.cases.rules import (
     CHARS_PER_TOKEN,
     PROMPT_TOKEN_BUDGET,

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from pytest_imagetime.cases.loading import (
-    CaseFileError,
     builtin_cases_dir,
     case_files,
     load_case_file,
     looks_like_case_file,
 )
+from pytest_imagetime.cases.model import CaseFileError
 from tests.builders import case_dict, write_case_file
 
 

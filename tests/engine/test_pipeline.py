@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.engine.item_error import ItemError
 from pytest_imagetime.engine.pipeline import CostBudget, Job, Pipeline
 from pytest_imagetime.engine.record import ItemRecord
 from pytest_imagetime.engine.run_spec import RunSpec
-from pytest_imagetime.engine.runner import Drawn, ItemOutcome, Sheet
+from pytest_imagetime.engine.runner import (
+    Drawn,
+    ImagetimeSuite,
+    ItemOutcome,
+    Sheet,
+    store_sheet,
+    stored_sheet,
+)
 from pytest_imagetime.models.base import Generated
 from tests.builders import make_case
 
@@ -30,7 +37,48 @@ def _spec(batch_size: int = 1, concurrency: int = 1, cpu_bound: bool = False,
                                          judge=judge))
 
 
-def _jobs(n: int, spec: RunSpec | None = None) -> list[Job]:
+CaseJob = Job[RunSpec, Case, ItemRecord]
+CasePipeline = Pipeline[RunSpec, Case, ItemRecord, Sheet, Drawn, ItemOutcome]
+Draw = Callable[[RunSpec, Sequence[Case]], Sequence[Sheet | Drawn | ItemError]]
+JudgeStage = Callable[[RunSpec, Case, ItemRecord, Sheet], ItemOutcome]
+ReuseStage = Callable[[RunSpec, Case, ItemRecord, Sheet], ItemOutcome | None]
+
+
+class StagedSuite(ImagetimeSuite):
+    """The ImageTime suite with some of its stages replaced by a test's stand-ins."""
+
+    def __init__(self, generate: Draw, judge: JudgeStage, reuse: ReuseStage,
+                 store: Callable[[RunSpec, Drawn], Sheet] = store_sheet,
+                 lookup: Callable[[RunSpec, Case], Sheet | None] = stored_sheet) -> None:
+        self._generate, self._judge, self._reuse = generate, judge, reuse
+        self._store, self._lookup = store, lookup
+
+    def lookup(self, run: RunSpec, item: Case) -> Sheet | None:
+        return self._lookup(run, item)
+
+    def draw(self, run: RunSpec, items: Sequence[Case]) -> Sequence[Sheet | Drawn | ItemError]:
+        return self._generate(run, items)
+
+    def store(self, run: RunSpec, drawn: Drawn) -> Sheet:
+        return self._store(run, drawn)
+
+    def reuse(self, run: RunSpec, item: Case, base: ItemRecord, stored: Sheet
+              ) -> ItemOutcome | None:
+        return self._reuse(run, item, base, stored)
+
+    def judge(self, run: RunSpec, item: Case, base: ItemRecord, stored: Sheet) -> ItemOutcome:
+        return self._judge(run, item, base, stored)
+
+
+def staged(concurrency: int, lookahead: int, *, generate: Draw, judge: JudgeStage,
+           reuse: ReuseStage, budget: CostBudget | None = None, generation_concurrency: int = 1,
+           **stages: Any) -> CasePipeline:
+    """A pipeline of the ImageTime suite whose stages are the given stand-ins."""
+    return Pipeline(StagedSuite(generate, judge, reuse, **stages), concurrency, lookahead,
+                    budget, generation_concurrency)
+
+
+def _jobs(n: int, spec: RunSpec | None = None) -> list[CaseJob]:
     spec = spec or _spec()
     return [Job(f"item-{i}", spec, make_case(f"case-{i}"), cast(ItemRecord, None))
             for i in range(n)]
@@ -90,7 +138,7 @@ class Stages:
 
 def test_outcomes_come_back_in_any_order_of_asking() -> None:
     stages = Stages()
-    pipeline = Pipeline(4, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    pipeline = staged(4, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(20)
     pipeline.plan(jobs)
     # Ask for the last one first: its future may be taken before the thread reaches it.
@@ -102,7 +150,7 @@ def test_outcomes_come_back_in_any_order_of_asking() -> None:
 
 def test_judgments_overlap_up_to_the_concurrency() -> None:
     stages = Stages(judge_delay=0.05)
-    pipeline = Pipeline(4, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    pipeline = staged(4, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(16)
     pipeline.plan(jobs)
     for job in jobs:
@@ -113,7 +161,7 @@ def test_judgments_overlap_up_to_the_concurrency() -> None:
 
 def test_generation_stays_at_most_lookahead_sheets_ahead() -> None:
     stages = Stages(judge_delay=0.02)
-    pipeline = Pipeline(2, 3, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    pipeline = staged(2, 3, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(20)
     pipeline.plan(jobs)
     for job in jobs:
@@ -124,7 +172,7 @@ def test_generation_stays_at_most_lookahead_sheets_ahead() -> None:
 
 def test_a_generation_failure_is_that_items_error_only() -> None:
     stages = Stages(fail_generation={"case-2"})
-    pipeline = Pipeline(2, 4, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    pipeline = staged(2, 4, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(5)
     pipeline.plan(jobs)
     with pytest.raises(ItemError, match="model failed on case-2"):
@@ -135,7 +183,7 @@ def test_a_generation_failure_is_that_items_error_only() -> None:
 
 def test_closing_fails_waiting_items_instead_of_hanging() -> None:
     stages = Stages(judge_delay=0.2)
-    pipeline = Pipeline(1, 1, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    pipeline = staged(1, 1, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     jobs = _jobs(10)
     pipeline.plan(jobs)
     pipeline.close()
@@ -145,7 +193,7 @@ def test_closing_fails_waiting_items_instead_of_hanging() -> None:
 
 def test_unplanned_items_run_inline() -> None:
     stages = Stages()
-    pipeline = Pipeline(2, 4, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    pipeline = staged(2, 4, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     (job,) = _jobs(1)
     assert not pipeline.planned
     assert pipeline.outcome(job) is not None
@@ -163,7 +211,7 @@ def test_budget_refuses_once_spent() -> None:
 
 def test_batches_group_consecutive_items_of_a_run() -> None:
     stages = Stages()
-    pipeline = Pipeline(2, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    pipeline = staged(2, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     batched, single = _spec(batch_size=3), _spec()
     jobs = _jobs(7, batched)
     jobs += [Job(f"other-{i}", single, make_case(f"other-{i}"), cast(ItemRecord, None))
@@ -189,10 +237,10 @@ def test_batches_group_consecutive_items_of_a_run() -> None:
 def test_a_backend_drawing_apart_is_sent_each_group_and_the_next_one_ahead(
         monkeypatch: pytest.MonkeyPatch, setting: str, apart: bool, accepted: bool,
         expected: list[list[str]]) -> None:
-    from pytest_imagetime.engine import pipeline as pipeline_module
+    from pytest_imagetime.engine import runner as runner_module
 
     ahead: list[list[str]] = []
-    monkeypatch.setattr(pipeline_module, "planned_calls", lambda spec, cases: [
+    monkeypatch.setattr(runner_module, "planned_calls", lambda spec, cases: [
         ("generate_batch" if len(cases) > 1 else "generate", [c.id for c in cases])
     ] if cases else [])
 
@@ -207,7 +255,7 @@ def test_a_backend_drawing_apart_is_sent_each_group_and_the_next_one_ahead(
                                              judge=SimpleNamespace(), setting=setting))
 
     stages = Stages()
-    pipeline = Pipeline(2, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
+    pipeline = staged(2, 8, generate=stages.generate, judge=stages.judge, reuse=stages.reuse)
     batched, other = spec(2), spec(1)
     jobs = [*_jobs(5, batched),
             Job("other-0", other, make_case("other-0"), cast(ItemRecord, None))]
@@ -224,8 +272,8 @@ def test_a_backend_drawing_apart_is_sent_each_group_and_the_next_one_ahead(
 def test_a_hosted_backend_gets_its_concurrency_and_others_one_at_a_time() -> None:
     for concurrency, expected in ((4, 4), (1, 1)):
         stages = Stages(draw_delay=0.2)  # long enough for all four to start on a busy machine
-        pipeline = Pipeline(8, 16, generate=stages.generate, judge=stages.judge, reuse=stages.reuse,
-                            generation_concurrency=concurrency)
+        pipeline = staged(8, 16, generate=stages.generate, judge=stages.judge, reuse=stages.reuse,
+                          generation_concurrency=concurrency)
         jobs = _jobs(8, _spec(concurrency=concurrency))
         pipeline.plan(jobs)
         for job in jobs:
@@ -264,7 +312,7 @@ def test_new_drawings_are_stored_off_the_generation_thread_and_failures_reach_th
             raise ItemError("cannot store the sheet of case-1: disk full")
         return Sheet(drawn.generated.image, case.id, {}, True)
 
-    pipeline = Pipeline(2, 2, generate=draw, judge=judge, reuse=stages.reuse, store=store)
+    pipeline = staged(2, 2, generate=draw, judge=judge, reuse=stages.reuse, store=store)
     jobs = _jobs(5, _spec(cpu_bound=cpu_bound, judge_cpu_bound=judge_cpu_bound))
     pipeline.plan(jobs)
     with pytest.raises(ItemError, match="disk full"):
@@ -285,7 +333,7 @@ def test_a_stored_sheet_goes_to_a_cpu_judge_on_the_generation_thread() -> None:
         judge_threads.append(threading.current_thread().name)
         return stages.judge(spec, case, base, sheet)
 
-    pipeline = Pipeline(2, 2, generate=stages.generate, judge=judge, reuse=stages.reuse)
+    pipeline = staged(2, 2, generate=stages.generate, judge=judge, reuse=stages.reuse)
     jobs = _jobs(3, _spec(judge_cpu_bound=True))
     pipeline.plan(jobs)
     assert [cast(Any, pipeline.outcome(job)).judgment for job in jobs] == [
@@ -308,7 +356,7 @@ def test_stored_judgments_finish_on_the_generation_thread_without_the_judge() ->
         reused_on.append(threading.current_thread().name)
         return ItemOutcome(cast(Any, None), cast(Any, f"stored {case.id}"), (), cast(Any, None))
 
-    pipeline = Pipeline(2, 2, generate=stages.generate, judge=stages.judge, reuse=reuse)
+    pipeline = staged(2, 2, generate=stages.generate, judge=stages.judge, reuse=reuse)
     jobs = _jobs(5)
     pipeline.plan(jobs)
     answers = []
@@ -338,7 +386,7 @@ def test_finished_items_are_worked_out_by_the_caller_without_a_thread() -> None:
             return None
         return ItemOutcome(cast(Any, None), cast(Any, f"stored {case.id}"), (), cast(Any, None))
 
-    pipeline = Pipeline(2, 2, generate=stages.generate, judge=stages.judge, reuse=reuse,
+    pipeline = staged(2, 2, generate=stages.generate, judge=stages.judge, reuse=reuse,
                         lookup=lookup)
     jobs = _jobs(3)
     assert cast(Any, pipeline.finished(jobs[0])).judgment == "stored case-0"

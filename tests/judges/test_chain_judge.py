@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_imagetime.backends.registry import JUDGES
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.cli import main
 from pytest_imagetime.judges.base import JudgeOptions, SheetToJudge
 from pytest_imagetime.judges.chain import ChainJudge

@@ -16,12 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_imagetime.cases.loading import (
-    Case,
     builtin_cases_dir,
     case_files,
     inspect_case_file,
     load_case_file,
 )
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.judges.prompt import (
     PROCESS_CONDITIONS,
     PROCESS_LISTS,
@@ -45,7 +45,7 @@ from pytest_imagetime.rubric.facts import (
     nullable_dims,
 )
 from pytest_imagetime.rubric.judgment import JudgeError, Judgment, validate_judgment
-from pytest_imagetime.scoring.aggregate import score_item
+from pytest_imagetime.scoring.item import score_item
 from tests.builders import case_dict, make_case, write_case_file
 from tests.fake_openai import ServerState, answer_for, chat_server
 from tests.strict_schema import strict_problems

@@ -16,17 +16,18 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.judges.base import Judge, SheetToJudge
 from pytest_imagetime.judges.pixel import JUDGE_MODEL, SCORED_DIMS, PixelJudge
 from pytest_imagetime.models.base import GenerationRequest
 from pytest_imagetime.rubric.caps import apply_caps, case_scopes
-from pytest_imagetime.rubric.facts import ALL_DIMS, RUBRIC_VERSION, Setting
+from pytest_imagetime.rubric.facts import ALL_DIMS, RUBRIC_VERSION, Setting, nullable_dims
 from pytest_imagetime.rubric.judgment import Judgment, validate_judgment
-from pytest_imagetime.scoring.aggregate import score_item
-from pytest_imagetime.sheet.metrics import METRICS_VERSION, analyze
+from pytest_imagetime.scoring.item import score_item
+from pytest_imagetime.sheet import METRICS_VERSION
+from pytest_imagetime.sheet.metrics import analyze
 from tests.builders import make_case
-from tests.sheet.test_sheet_metrics import (
+from tests.photo_sheets import (
     PATHS,
     PHOTOS,
     broken_kinds,
@@ -91,7 +92,10 @@ def test_judgments_pass_validation(setting: Setting, constraint: bool) -> None:
     for image in (good_sheet("coffee", "pan-right"), panorama_sheet("rocket"),
                   Image.new("RGB", (64, 64), (0, 0, 0))):
         j = pixel.judge(sheet=to_judge(image, case, setting))
-        validate_judgment(j, case, setting, scored_dims=pixel.scored_dims)
+        validate_judgment(j, case, setting, scored_dims=pixel.scored_dims)  # raises if invalid
+        nullable = nullable_dims(setting, case.applicable)
+        scored = {dim for dim, value in j.scores.items() if value is not None}
+        assert scored == set(pixel.scored_dims) - nullable, (setting, constraint, scored)
 
 
 def test_judgment_records_what_a_stored_judgment_needs() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.judges.base import JudgeOptions, SheetToJudge
 from pytest_imagetime.judges.prompt import PROMPT_VERSION, response_schema
 from pytest_imagetime.judges.vlm import VlmJudge

@@ -18,7 +18,7 @@ from diffusers.pipelines.stable_diffusion.pipeline_output import (
 )
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.models import diffusers_backend
 from pytest_imagetime.models.base import GenerationRequest, ModelError, ModelOptions
 from pytest_imagetime.models.diffusers_backend import (

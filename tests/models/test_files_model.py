@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.engine import runner
 from pytest_imagetime.engine.item_error import ItemError
 from pytest_imagetime.engine.record import ItemRecord
@@ -24,9 +24,8 @@ from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.models.base import GenerationRequest, ModelError
 from pytest_imagetime.models.files import FilesModel
 from pytest_imagetime.models.procedural import ProceduralModel
-from pytest_imagetime.sheet import metrics
-from pytest_imagetime.sheet.metrics import METRICS_VERSION
-from pytest_imagetime.store.run_dir import RunPaths
+from pytest_imagetime.sheet import METRICS_VERSION, metrics
+from pytest_imagetime.store.paths import RunPaths
 from tests.builders import make_case
 
 

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.backends.registry import MODELS
-from pytest_imagetime.cases.loading import Case
+from pytest_imagetime.cases.model import Case
 from pytest_imagetime.models.base import GenerationRequest, ModelError, ModelOptions
 from pytest_imagetime.models.openai_images import (
     DEFAULT_MODEL,

@@ -401,7 +401,7 @@ def test_the_planned_calls_are_the_calls_draw_sheets_makes(
     )
     from pytest_imagetime.judges.pixel import PixelJudge
     from pytest_imagetime.sheet.prompts import sheet_prompt
-    from pytest_imagetime.store.run_dir import RunPaths
+    from pytest_imagetime.store.paths import RunPaths
 
     model, log = logged_child
     judge = PixelJudge()
@@ -505,7 +505,7 @@ import os
 
 import pytest
 
-from pytest_imagetime.plugin.session import session_key
+from pytest_imagetime.plugin.state import state_key
 
 
 def _alive(pid):
@@ -518,7 +518,7 @@ def _alive(pid):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_sessionfinish(session):
-    runs = session.config.stash[session_key].runs.values()
+    runs = session.config.stash[state_key].runs.values()
     seen = [(type(run.model).__name__, getattr(run.model, "drawing_pid", None))
             for run in runs]
     result = yield

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from pytest_imagetime.cases.loading import STAGES, Case, Forbidden, Predicate, Setup
+from pytest_imagetime.cases.model import STAGES, Case, Forbidden, Predicate, Setup
 from pytest_imagetime.models.base import GenerationRequest, ImageModel, ModelError
 from pytest_imagetime.models.procedural import (
     SHUFFLED_ORDER,

@@ -88,10 +88,10 @@ def test_rerun_reuses_everything_and_regenerate_redoes(pytester: pytest.Pytester
     first = _reports(pytester.path / "reports")["procedural/pixel"]
     # A finished run is answered item by item from the store: no generation thread starts.
     pytester.makeconftest("""
-        from pytest_imagetime.plugin.session import session_key
+        from pytest_imagetime.plugin.state import state_key
 
         def pytest_sessionfinish(session):
-            print("pipeline planned:", session.config.stash[session_key].pipeline.planned)
+            print("pipeline planned:", session.config.stash[state_key].pipeline.planned)
     """)
     resumed = pytester.runpytest(*args, "-s")
     resumed.assert_outcomes(passed=2)
@@ -165,7 +165,7 @@ def test_a_session_without_a_model_imports_only_the_options(pytester: pytest.Pyt
         import sys
 
         def test_modules():
-            heavy = ("pytest_imagetime.plugin.session", "pytest_imagetime.tempviz.session",
+            heavy = ("pytest_imagetime.plugin.start", "pytest_imagetime.tempviz.session",
                      "pytest_imagetime.cases.loading", "pytest_imagetime.engine.runner",
                      "numpy", "PIL", "yaml", "jsonschema")
             assert [m for m in heavy if m in sys.modules] == []
@@ -183,7 +183,7 @@ def test_collecting_imports_neither_the_runner_nor_the_reports(
         import sys
 
         HEAVY = ("pytest_imagetime.engine.runner", "pytest_imagetime.engine.pipeline",
-                 "pytest_imagetime.engine.record", "pytest_imagetime.rubric.conditions",
+                 "pytest_imagetime.engine.record", "pytest_imagetime.engine.conditions",
                  "pytest_imagetime.report.json_report", "pytest_imagetime.report.junit",
                  "pytest_imagetime.gate.compare", "pytest_imagetime.engine.estimate",
                  "PIL", "numpy")

@@ -13,7 +13,7 @@ from PIL import Image
 
 from pytest_imagetime.cases.loading import builtin_cases_dir
 from pytest_imagetime.cli import main
-from pytest_imagetime.plugin.session import packaged_argument
+from pytest_imagetime.plugin.collect import packaged_argument
 
 # Overall of the procedural sheets lies around 9.15 under the pixel judge: some pass, some not.
 SOME_FAIL = ("--imagetime-model=procedural", "--imagetime-size=128",

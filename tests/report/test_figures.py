@@ -38,7 +38,7 @@ from pytest_imagetime.report.figures import (
 )
 from pytest_imagetime.report.json_report import build_report, validate_report
 from pytest_imagetime.rubric.facts import ALL_DIMS
-from pytest_imagetime.scoring.aggregate import score_item
+from pytest_imagetime.scoring.item import score_item
 from tests.builders import case_dict, write_case_file
 
 if TYPE_CHECKING:

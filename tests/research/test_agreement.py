@@ -18,6 +18,7 @@ from pytest_imagetime.cli import main
 from pytest_imagetime.research.agreement.stats import (
     accuracy,
     cohen_kappa,
+    finite,
     kendall_tau,
     macro_prf,
     mae,
@@ -218,6 +219,12 @@ def test_undefined_statistics_are_nan_never_errors() -> None:
         spearman([1, 2], [1])
     with pytest.raises(ValueError, match="outside the scale"):
         weighted_kappa([11], [3])
+
+
+def test_a_report_shows_undefined_statistics_as_none() -> None:
+    assert finite(cohen_kappa(["a", "a"], ["a", "a"])) is None
+    assert finite(math.inf) is None
+    assert finite(0.25) == 0.25
 
 
 # ---------------------------------------------------------------- tables and types

@@ -24,6 +24,7 @@ from pytest_imagetime.research.baselines import (
     SentenceEmbedder,
     strip_imperative,
 )
+from pytest_imagetime.research.baselines.prompts import strip_order
 from tests.builders import PROMPT, case_dict, write_case_file
 from tests.tiny_text_models import save_bert, save_blip, save_clip
 
@@ -303,11 +304,65 @@ def test_tempviz_prompts_come_from_the_generation_records(
     model_dir = _tempviz_run(tmp_path)
     missing_cases = tmp_path / "no-cases"  # never read: every record holds its prompt
     assert main(["baseline", "caption", str(model_dir), "--captioner", models["blip"],
-                 "--embedder", models["bert"], "--cases", str(missing_cases), "--json"]) == 0
+                 "--embedder", models["bert"], "--cases", str(missing_cases),
+                 "--strip", "imperative-and-medium", "--json"]) == 0
     rows = {r["case_id"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["animals-0"]["text"] == "an Aardvark that is one month old."
     assert rows["maps-0"]["text"] == "a realistic map of asia in 1800"
     assert {r["model"] for r in rows.values()} == {"tiny-model"}
+
+
+def test_the_paper_setting_strips_the_imperative_only_by_default(
+        models: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model_dir = _tempviz_run(tmp_path)
+    assert main(["baseline", "caption", str(model_dir), "--captioner", models["blip"],
+                 "--embedder", models["bert"], "--json"]) == 0
+    rows = {r["case_id"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["animals-0"]["text"] == ("a photorealistic image of an Aardvark that is one "
+                                         "month old.")
+    assert rows["maps-0"]["text"] == "a realistic map of asia in 1800"
+    assert main(["baseline", "caption", str(model_dir), "--captioner", models["blip"],
+                 "--embedder", models["bert"], "--strip", "none", "--json"]) == 0
+    rows = {r["case_id"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["maps-0"]["text"] == "Give me a realistic map of asia in 1800"
+
+
+def test_clipscore_compares_the_stripped_prompt(
+        models: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model_dir = _tempviz_run(tmp_path)
+    scorer = ClipScorer(models["clip"], device="cpu")
+    image = Image.open(model_dir / "images" / "maps-0.png")
+    assert main(["baseline", "clipscore", str(model_dir), "--model", models["clip"],
+                 "--json"]) == 0
+    rows = {r["case_id"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    stripped = scorer.score_one(image, "a realistic map of asia in 1800").cosine
+    whole = scorer.score_one(image, "Give me a realistic map of asia in 1800").cosine
+    assert float(rows["maps-0"]["cosine"]) == pytest.approx(stripped, abs=1e-5)
+    assert stripped != pytest.approx(whole, abs=1e-5)
+
+
+def test_the_defaults_are_the_papers_models() -> None:
+    from pytest_imagetime.research.baselines.caption_similarity import (
+        DEFAULT_CAPTIONER,
+        DEFAULT_EMBEDDER,
+    )
+    from pytest_imagetime.research.baselines.clipscore import DEFAULT_CLIP
+
+    assert DEFAULT_CLIP == "laion/CLIP-ViT-bigG-14-laion2B-39B-b160k"
+    assert DEFAULT_CAPTIONER == "Salesforce/blip-image-captioning-base"
+    assert DEFAULT_EMBEDDER == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.mark.skipif(not TEMPVIZ.is_dir(), reason="no TempViz tables beside the checkout")
+def test_strip_order_removes_exactly_the_template_verb_of_every_tempviz_prompt() -> None:
+    checked = 0
+    for table in sorted(TEMPVIZ.glob("*.csv")):
+        with table.open(encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                prompt, order = row["prompt"], row.get("imperative") or row["Imperative"]
+                assert strip_order(prompt) == prompt[len(order):].strip(), prompt
+                checked += 1
+    assert checked > 1000
 
 
 def test_prompts_table_fills_in_missing_records(

@@ -32,7 +32,9 @@ from pytest_imagetime.research.probe.order_metrics import (
 )
 from pytest_imagetime.research.probe.order_report import validate_report
 from pytest_imagetime.sheet.geometry import Box
-from pytest_imagetime.store.run_dir import RunPaths, atomic_write_json, store_image
+from pytest_imagetime.store.atomic import atomic_write_json
+from pytest_imagetime.store.paths import RunPaths
+from pytest_imagetime.store.sheets import store_image
 from tests.builders import case_dict, write_case_file
 from tests.fake_openai import ChatServer, ServerState, chat_server
 

@@ -22,7 +22,8 @@ from pytest_imagetime.rubric.facts import (
     CapScope,
     nullable_dims,
 )
-from pytest_imagetime.scoring.aggregate import Scored, aggregate, mean, node_score, score_item
+from pytest_imagetime.scoring.aggregate import Scored, aggregate
+from pytest_imagetime.scoring.item import mean, node_score, score_item
 from tests.builders import make_case
 
 score = st.one_of(st.none(), st.integers(0, 10))

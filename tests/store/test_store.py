@@ -11,18 +11,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pytest_imagetime.store import run_dir as store
-from pytest_imagetime.store.run_dir import (
-    RunPaths,
-    atomic_write_bytes,
-    atomic_write_text,
-    dir_slug,
-    find_stored_sheet,
-    input_key,
-    load_stored_image,
-    read_json,
-    store_image,
-)
+from pytest_imagetime.store import atomic as store_atomic
+from pytest_imagetime.store.atomic import atomic_write_bytes, atomic_write_text, read_json
+from pytest_imagetime.store.keys import input_key
+from pytest_imagetime.store.paths import RunPaths, dir_slug
+from pytest_imagetime.store.sheets import find_stored_sheet, load_stored_image, store_image
 
 
 def test_input_key_is_order_independent_and_sensitive() -> None:
@@ -73,7 +66,7 @@ def test_written_files_get_the_mode_open_gives(tmp_path: Path, umask: int, mode:
 
 def test_a_temporary_name_left_by_a_killed_process_is_skipped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store, "_TEMPORARY_NUMBERS", itertools.count(7))
+    monkeypatch.setattr(store_atomic, "_TEMPORARY_NUMBERS", itertools.count(7))
     left = tmp_path / f".file.bin.{os.getpid()}-7.tmp"
     left.write_bytes(b"half")
     atomic_write_bytes(tmp_path / "file.bin", b"whole")

@@ -252,7 +252,7 @@ def test_temporary_files_of_a_killed_run_are_removed_and_a_live_writers_kept(
 def test_the_temporary_name_carries_its_writer(tmp_path: Path) -> None:
     import os
 
-    from pytest_imagetime.store.run_dir import _temporary_file, remove_abandoned_temporaries
+    from pytest_imagetime.store.atomic import _temporary_file, remove_abandoned_temporaries
     from pytest_imagetime.store.run_lock import host_name
 
     fd, name = _temporary_file(tmp_path / "sheet.png")
@@ -281,7 +281,7 @@ def _claim(pytester: pytest.Pytester, pid: int, host: str | None = None,
 
 def _procedural_config() -> str:
     from pytest_imagetime.models.procedural import ProceduralModel
-    from pytest_imagetime.store.run_dir import input_key
+    from pytest_imagetime.store.keys import input_key
 
     return input_key(dict(ProceduralModel().config()))
 
@@ -436,7 +436,7 @@ def test_every_temporary_name_parses_back_to_its_writer(
     host and pid back from its temporary file: never another writer's."""
     import os
 
-    from pytest_imagetime.store.run_dir import _TEMPORARY, _temporary_file
+    from pytest_imagetime.store.atomic import _TEMPORARY, _temporary_file
     from pytest_imagetime.store.run_lock import host_name
 
     folder = tmp_path_factory.mktemp("names")

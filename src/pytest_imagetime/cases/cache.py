@@ -1,12 +1,12 @@
 """Checked case files, kept so that collecting the cases does not parse and check the same
 YAML again.
 
-libyaml takes about 0.3 s to parse the 22 packaged case files, and the checks 0.06 s more, in
-every process that collects them: each run, each xdist worker, each resume, each lint. What a
-valid text gave (the values of each case as the case holds them, with its line; the problems
-the checks found; each case's spec hash) is kept under the SHA-256 of the text and of the code
-that parses and checks it, so an edited file, or a new version of the checks, is parsed and
-checked afresh: nothing can go stale.
+Parsing and checking the packaged case files is a cost paid in every process that collects
+them: each run, each xdist worker, each resume, each lint. What a valid text gave (the values
+of each case as the case holds them, with its line; the problems the checks found; each
+case's spec hash) is kept under the SHA-256 of the text and of the code that parses and
+checks it, so an edited file, or a new version of the checks, is parsed and checked afresh:
+nothing can go stale.
 Files the schema rejects are not kept (they are being fixed, and their messages come from
 jsonschema).
 
@@ -38,7 +38,7 @@ CODE_FILES = ("schemas/cases.schema.json",)
 
 Found = tuple[str, int | None, str | None, str | None, str]  # a problem, less its path
 # The fields of each case (cases.CaseFields, plain values), problems, and each case's spec
-# hash (hashing a case's spec as JSON takes about 0.1 ms, and every run hashes every case).
+# hash (every run hashes every case's spec as JSON).
 Kept = tuple[list[Any], list[Found], list[str]]
 
 
@@ -119,7 +119,7 @@ def store(text: str, kept: Kept) -> None:
         payload = marshal.dumps(kept)
     except ValueError:
         return
-    from ..store.run_dir import atomic_write_bytes  # here: only a miss writes (store imports PIL)
+    from ..store.atomic import atomic_write_bytes  # here: only a miss writes
 
     try:
         atomic_write_bytes(_entry(folder, text), payload)

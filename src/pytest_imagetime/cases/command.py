@@ -11,7 +11,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from .loading import CaseFileError, builtin_cases_dir, case_files, load_case_file
+from .loading import builtin_cases_dir, case_files, load_case_file
+from .model import CaseFileError
 
 
 def _packaged(names: list[str]) -> list[Path]:
@@ -24,7 +25,7 @@ def _packaged(names: list[str]) -> list[Path]:
     if unknown:
         raise ValueError(f"no packaged case file {', '.join(map(repr, unknown))}; packaged: "
                          f"{', '.join(f.stem for f in files)}")
-    return [by_name[n] for n in dict.fromkeys(names)]
+    return list(dict.fromkeys(by_name[n] for n in names))  # kitchen and kitchen.yaml: one file
 
 
 def _count(path: Path) -> int:

@@ -15,15 +15,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checks import content_words, duplicate_id_problems
 from .inventory import by_domain_and_concept, inventory
-from .loading import (
-    Case,
-    Problem,
-    case_files,
-    content_words,
-    duplicate_id_problems,
-    inspect_case_file,
-)
+from .loading import case_files, inspect_case_file
+from .model import Case, Problem
 
 COPY_WORD_OVERLAP = 0.8
 

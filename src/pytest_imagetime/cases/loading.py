@@ -1,211 +1,40 @@
-"""Cases: the Case model, loading YAML case files, and the checks every load applies.
+"""Loading case files: reading YAML with the line of every field, building the cases,
+running the schema and the per-case checks through the checked-case cache, and finding case
+files (the packaged ones, or those under given paths).
 
-A case file is YAML (format ``cases/1``, schema in ``schemas/cases.schema.json``). Loading
-keeps the line of every field, so a problem names the file, the line, the case id and the
-field. Benchmark-wide rules (inventory, variants, completeness) live in ``lint``.
+A case file is YAML (format ``cases/1``, schema in ``schemas/cases.schema.json``). A problem
+names the file, the line, the case id and the field. Benchmark-wide rules (inventory,
+variants, completeness) live in ``lint``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
-import hashlib
-import json
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from sys import intern
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from ..rubric.facts import ALL_DIMS, DECLARABLE_NULLS, FLAG_NULLS, LEVEL_KEYS, Applicability
+from ..rubric.facts import ALL_DIMS, LEVEL_KEYS, Applicability
 from . import cache as case_cache
-from . import rules as case_rules
-from .schemacheck import Check, UnsupportedSchema, compile_check
+from .checks import case_problems, duplicate_id_problems
+from .model import (
+    CASE_FORMAT,
+    ENTITY_ROLES,
+    STAGES,
+    Case,
+    CaseFileError,
+    Forbidden,
+    Predicate,
+    Problem,
+    Setup,
+)
+from .schema import fast_check, schema_problems
 
 if TYPE_CHECKING:
-    import jsonschema
-
     from .yaml_lines import Located
-
-CASE_FORMAT = "cases/1"
-STAGES: tuple[str, ...] = ("t1", "t2", "t3", "t4")
-ENTITY_ROLES: tuple[str, ...] = (
-    "actors", "targets", "tools", "containers", "recipients", "obstacles", "non_targets",
-)
-Severity = Literal["error", "warning"]
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a case file, located as precisely as the file allows."""
-
-    path: str
-    message: str
-    line: int | None = None
-    case_id: str | None = None
-    field: str | None = None
-    severity: Severity = "error"
-
-    def __str__(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        parts = [where]
-        if self.case_id:
-            parts.append(f"case {self.case_id!r}")
-        if self.field:
-            parts.append(f"field {self.field!r}")
-        prefix = "warning: " if self.severity == "warning" else ""
-        return ": ".join(parts) + f": {prefix}{self.message}"
-
-
-class CaseFileError(Exception):
-    """A case file that cannot be used; carries every problem found, not just the first."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(str(p) for p in problems))
-
-
-@dataclass(frozen=True, slots=True)  # slots: every case holds several
-class Setup:
-    scene: str
-    style: str
-    camera: str
-
-
-@dataclass(frozen=True, slots=True)  # slots: every case holds several
-class Predicate:
-    id: str
-    stage: str  # t1..t4 or "all"
-    text: str
-    tags: tuple[str, ...] = ()  # e.g. "small-text": deciding it means reading the image
-
-    def as_dict(self) -> dict[str, Any]:
-        """The predicate as plain data (for the spec and the judge), tags only where it has
-        some."""
-        return {"id": self.id, "stage": self.stage, "text": self.text,
-                **({"tags": list(self.tags)} if self.tags else {})}
-
-
-@dataclass(frozen=True, slots=True)  # slots: every case holds several
-class Forbidden:
-    id: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Case:
-    """One benchmark case: a generation prompt and the process specification behind it."""
-
-    id: str
-    domain: str
-    subcategory: str
-    concept: str
-    difficulty: str
-    variant: int
-    levels: tuple[str, ...]
-    applicable: Applicability
-    setup: Setup
-    entities: Mapping[str, tuple[str, ...]]
-    states: Mapping[str, str]
-    predicates: tuple[Predicate, ...]
-    temporal_constraints: tuple[str, ...]
-    forbidden: tuple[Forbidden, ...]
-    prompt: str
-    source: str = field(default="", compare=False)
-    line: int | None = field(default=None, compare=False)
-
-    def spec(self) -> dict[str, Any]:
-        """The case as plain data, without where it was loaded from."""
-        data = _flat(self)
-        del data["source"], data["line"]
-        data["levels"] = list(self.levels)
-        data["applicable"] = _flat(self.applicable)
-        data["applicable"]["declared"] = list(self.applicable.declared)
-        data["setup"] = _flat(self.setup)
-        data["entities"] = {k: list(v) for k, v in self.entities.items()}
-        data["states"] = dict(self.states)
-        data["predicates"] = [p.as_dict() for p in self.predicates]
-        data["temporal_constraints"] = list(self.temporal_constraints)
-        data["forbidden"] = [_flat(f) for f in self.forbidden]
-        return data
-
-    @functools.cached_property
-    def spec_hash(self) -> str:
-        """Changes whenever anything a judge reads from the case changes."""
-        return _sha256(json.dumps(self.spec(), sort_keys=True))
-
-    @property
-    def prompt_hash(self) -> str:
-        return _sha256(self.prompt)
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _flat(value: Any) -> dict[str, Any]:
-    """A dataclass's fields as a dict, one level deep (``dataclasses.asdict`` deep-copies
-    every value; a case's are immutable)."""
-    names = _FIELD_NAMES.get(type(value))
-    if names is None:
-        names = _FIELD_NAMES[type(value)] = tuple(f.name for f in fields(value))
-    return {name: getattr(value, name) for name in names}
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-@functools.cache
-def case_schema() -> dict[str, Any]:
-    text = resources.files("pytest_imagetime").joinpath("schemas/cases.schema.json").read_text(
-        encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-def _inline_refs(node: Any, root: dict[str, Any]) -> Any:
-    """The schema with its local $refs replaced by what they point to: resolving references
-    is most of the validation cost, and the case schema has no recursive ones."""
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/"):
-            target: Any = root
-            for part in ref[2:].split("/"):
-                target = target[part]
-            rest = {k: _inline_refs(v, root) for k, v in node.items() if k != "$ref"}
-            return {**_inline_refs(target, root), **rest}
-        return {k: _inline_refs(v, root) for k, v in node.items() if k != "$defs"}
-    if isinstance(node, list):
-        return [_inline_refs(v, root) for v in node]
-    return node
-
-
-@functools.cache
-def _inlined_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = _inline_refs(case_schema(), case_schema())
-    return schema
-
-
-@functools.cache
-def _validator() -> jsonschema.Draft202012Validator:
-    # Imported here: a valid file never needs jsonschema (see _fast_check).
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(_inlined_schema())
-
-
-@functools.cache
-def _fast_check() -> Check | None:
-    """A yes/no schema check many times faster than jsonschema; None if the schema uses
-    something it cannot judge exactly. Only a document it rejects goes to jsonschema."""
-    try:
-        return compile_check(_inlined_schema())
-    except UnsupportedSchema:
-        return None
-
 
 def looks_like_case_file(path: Path) -> bool:
     """Cheap test for directory collection: the first meaningful line is the format marker."""
@@ -256,13 +85,6 @@ def _line_of(lines: Located, where: Sequence[str | int]) -> int | None:
     return lines.get((), None)
 
 
-def _field_name(where: Sequence[str | int]) -> str:
-    text = ""
-    for part in where:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
-
-
 # ---------------------------------------------------------------- loading
 
 
@@ -293,8 +115,8 @@ def inspect_case_file(path: Path,
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """The cyclic collector off while a file is parsed. The node tree holds no cycles, but
-    its tens of thousands of objects set off collections that walk the whole heap: in a
-    pytest process with its plugins imported, these took about as long as the parse itself."""
+    its tens of thousands of objects set off collections that walk the whole heap of a
+    pytest process with its plugins imported."""
     if not gc.isenabled():
         yield
         return
@@ -325,10 +147,10 @@ def _inspect_text(text: str, shown: str) -> tuple[tuple[Case, ...], list[Problem
     data, case_lines, root = parsed
     lines = _Lines(case_lines, lambda: root)
     problems: list[Problem] = []
-    check = _fast_check()
+    check = fast_check()
     valid = check is not None and isinstance(data, dict) and "imagetime" in data and check(data)
     if not valid:
-        problems.extend(_schema_problems(data, shown, lines))
+        problems.extend(schema_problems(data, shown, lines))
         if problems:
             return (), problems
     try:
@@ -360,41 +182,6 @@ def _from_cache(shown: str, kept: case_cache.Kept) -> tuple[tuple[Case, ...], li
                    for message, line, case_id, name, severity in found]
 
 
-def _schema_problems(data: Any, shown: str,
-                     lines: Callable[[Sequence[str | int]], int | None]) -> Iterator[Problem]:
-    if not isinstance(data, dict) or "imagetime" not in data:
-        yield Problem(shown, f"not a case file: the first key must be 'imagetime: {CASE_FORMAT}'",
-                      line=1)
-        return
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    for error in errors:
-        where = list(error.absolute_path)
-        case_id = None
-        if len(where) >= 2 and where[0] == "cases" and isinstance(where[1], int):
-            raw = data["cases"][where[1]]
-            case_id = raw.get("id") if isinstance(raw, dict) else None
-            case_id = case_id or f"#{where[1] + 1}"
-            field_path = where[2:]
-        else:
-            field_path = where
-        yield Problem(shown, _schema_message(error), line=lines(where),
-                      case_id=str(case_id) if case_id else None,
-                      field=_field_name(field_path) or None)
-
-
-def _schema_message(error: jsonschema.ValidationError) -> str:
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    if error.validator == "additionalProperties":
-        allowed = sorted(schema.get("properties", {}))
-        return f"{error.message}; allowed fields: {', '.join(allowed)}"
-    if error.validator == "enum":
-        options = ", ".join(json.dumps(v) for v in schema.get("enum", []))
-        return f"{error.instance!r} is not accepted; use one of {options}"
-    if error.validator == "pattern" and schema.get("description"):
-        return f"{error.instance!r}: {schema['description']}"
-    return error.message
-
-
 # A case's fields in Case's order, as plain values (the kept form of a case file), less its
 # source: id, domain, subcategory, concept, difficulty, variant, levels, applicable (with the
 # declared nulls), setup, entities, states, predicates, temporal constraints, forbidden,
@@ -417,7 +204,7 @@ def _case_fields(raw: dict[str, Any], default_domain: str | None, shown: str,
                                      line=lines(("cases", index)), case_id=raw["id"],
                                      field="domain")])
     # Names repeated across cases (levels, stages, ids, categories) are interned: one string
-    # each instead of one per case (about 1 MB for the packaged cases); marshal keeps them so.
+    # each instead of one per case; marshal keeps them so.
     setup = raw["setup"]
     return (
         raw["id"],
@@ -451,138 +238,6 @@ def _case_of(fields: CaseFields, shown: str) -> Case:
                 Applicability(**applicable), Setup(*setup), entities, states,
                 tuple([Predicate(*p) for p in predicates]), temporal_constraints,
                 tuple([Forbidden(*f) for f in forbidden]), prompt, shown, line)
-
-
-# ---------------------------------------------------------------- per-case rules
-
-_PANEL_WORDS = (
-    ("panel 1", "top left", "top-left"),
-    ("panel 2", "top right", "top-right"),
-    ("panel 3", "bottom left", "bottom-left"),
-    ("panel 4", "bottom right", "bottom-right"),
-)
-_GRID = re.compile(r"\b(2\s*[x×]\s*2|two[- ]by[- ]two)\b", re.IGNORECASE)
-_NEGATION = re.compile(r"\b(not|no|never|only|cannot|can't|without|stays?|remains?|unchanged|"
-                       r"blocked|locked|instead)\b", re.IGNORECASE)
-_AMOUNT = re.compile(r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|half|third|"
-                     r"quarter|full|empty|level|pair|dozen|all|each|both|single|more|less)\b",
-                     re.IGNORECASE)
-_STOP = frozenset("""a an the of on in at to with and or for from by into onto its his her their
-left right top bottom front back side small large big one two three four five six each that this
-near next over under""".split())
-
-
-_WORD = re.compile(r"[a-z]{3,}")  # whole runs of three or more letters
-
-
-def content_words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - _STOP
-
-
-def _names_word(text: str, word: str) -> bool:
-    """Whether ``word`` (letters a-z) is a whole run of letters somewhere in ``text``."""
-    start = text.find(word)
-    while start != -1:
-        end = start + len(word)
-        if ((start == 0 or not "a" <= text[start - 1] <= "z")
-                and (end == len(text) or not "a" <= text[end] <= "z")):
-            return True
-        start = text.find(word, start + 1)
-    return False
-
-
-def case_problems(case: Case, shown: str,
-                  line_of: Any = lambda field: None) -> Iterator[Problem]:
-    """The rules every case must meet, errors and warnings, beyond the schema."""
-
-    def problem(fld: tuple[str | int, ...], message: str,
-                severity: Severity = "error") -> Problem:
-        return Problem(shown, message, line=line_of(fld), case_id=case.id,
-                       field=_field_name(fld), severity=severity)
-
-    stages_covered = {p.stage for p in case.predicates}
-    missing = [s for s in STAGES if s not in stages_covered]
-    if missing:
-        yield problem(("predicates",), f"no predicate for stage {', '.join(missing)}; "
-                                       "each of t1, t2, t3, t4 needs at least one")
-    seen: set[str] = set()
-    for i, p in enumerate(case.predicates):
-        if p.id in seen:
-            yield problem(("predicates", i, "id"), f"predicate id {p.id!r} is used twice")
-        seen.add(p.id)
-    for level in ("L0", "L1"):
-        if level not in case.levels:
-            yield problem(("levels",), f"{level} applies to every case; add it")
-    if case.applicable.constraint and "L6" not in case.levels:
-        yield problem(("levels",), "applicable.constraint is true, so levels must include L6")
-    if "L6" in case.levels and not case.applicable.constraint:
-        yield problem(("levels",), "L6 is only for cases with an explicit constraint; "
-                                   "set applicable.constraint to true or drop L6")
-    prompt = case.prompt.lower()
-    if "square" not in prompt:
-        yield problem(("prompt",), "the prompt must ask for one square image")
-    if not _GRID.search(case.prompt):
-        yield problem(("prompt",), "the prompt must name the 2x2 grid layout ('2x2')")
-    for number, names in enumerate(_PANEL_WORDS, start=1):
-        if not any(name in prompt for name in names):
-            yield problem(("prompt",), f"the prompt does not name panel {number} "
-                                       f"('{names[0].capitalize()}' or '{names[1]}')")
-    texts = [case.states[s].lower() for s in STAGES]
-    if len(set(texts)) < len(texts):
-        yield problem(("states",), "two or more states are identical; t1..t4 must differ")
-    if not (case.entities.get("actors") or case.entities.get("targets")):
-        yield problem(("entities",), "name at least one actor or target")
-    for role, phrases in case.entities.items():
-        for i, phrase in enumerate(phrases):
-            words = content_words(phrase)
-            # As words & content_words(case.prompt), without splitting every prompt.
-            if words and not any(_names_word(prompt, word) for word in words):
-                yield problem(("entities", role, i),
-                              f"{phrase!r} is not named in the prompt; the judge can only check "
-                              "what the prompt states", "warning")
-    yield from _declared_null_problems(case, problem)
-    if case.applicable.constraint and not _NEGATION.search(case.prompt):
-        yield problem(("prompt",), "a constraint case must state what must not happen",
-                      "warning")
-    if case.applicable.quantity and not _AMOUNT.search(case.prompt):
-        yield problem(("prompt",), "a quantity case should name its counts or amounts",
-                      "warning")
-    for finding in case_rules.findings(case):
-        yield problem(finding.field, finding.message, "warning")
-
-
-def _declared_null_problems(case: Case, problem: Callable[..., Problem]) -> Iterator[Problem]:
-    """``not_applicable`` must name only dimensions a case may declare, consistently with its
-    entities; a case without actors declares D10 (gaze and intent) or gets a warning."""
-    declared = case.applicable.declared
-    for dim in declared:
-        if dim in FLAG_NULLS:
-            yield problem(("not_applicable",), f"{dim} is not declared here: {FLAG_NULLS[dim]}")
-        elif dim not in DECLARABLE_NULLS:
-            yield problem(("not_applicable",),
-                          f"{dim} applies to every case and cannot be declared not applicable; "
-                          f"declarable: {', '.join(DECLARABLE_NULLS)}")
-    actors = case.entities.get("actors")
-    if "D10" in declared and actors:
-        yield problem(("not_applicable",), f"D10 is declared not applicable, but the case has "
-                                           f"actors ({'; '.join(actors)}): "
-                                           f"{DECLARABLE_NULLS['D10']}")
-    if not actors and "D10" not in declared:
-        yield problem(("not_applicable",), "the case has no actors, so D10 (gaze and intent) "
-                                           "does not apply: add 'not_applicable: [D10]'",
-                      "warning")
-
-
-def duplicate_id_problems(cases: Iterable[Case]) -> Iterator[Problem]:
-    first: dict[str, Case] = {}
-    for case in cases:
-        if case.id in first:
-            other = first[case.id]
-            yield Problem(case.source, f"duplicate case id; first defined at "
-                                       f"{other.source}:{other.line}", line=case.line,
-                          case_id=case.id, field="id")
-        else:
-            first[case.id] = case
 
 
 # ---------------------------------------------------------------- where cases live

@@ -1,6 +1,6 @@
 """Writing rules for one case that a review of the cases found and a program can see.
 
-Each rule is a function from a case to ``Finding``s (field path, message); ``cases`` turns
+Each rule is a function from a case to ``Finding``s (field path, message); ``checks`` turns
 them into located warnings. docs/cases.md documents every rule, with the fix it implies.
 """
 
@@ -11,10 +11,8 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .loading import Case
+from .model import Case
 
 Field = tuple[str | int, ...]
 

@@ -1,7 +1,7 @@
 """A fast yes/no check of a document against a small JSON Schema, for the common valid case.
 
-jsonschema's ``iter_errors`` walks every value through its generic keyword machinery, which
-was most of the cost of loading a large valid case file. ``compile_check`` turns a schema into
+jsonschema's ``iter_errors`` walks every value through its generic keyword machinery, a cost
+a large valid case file pays for nothing. ``compile_check`` turns a schema into
 plain Python closures that answer one question: is this document certainly valid? It errs one
 way only: True means jsonschema (draft 2020-12, no format checking) finds no error; False
 means "invalid, or not sure", and the caller then asks jsonschema, which also words the

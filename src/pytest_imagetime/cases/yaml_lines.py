@@ -14,7 +14,7 @@ from yaml import MarkedYAMLError as MarkedYAMLError  # what parse raises
 Located = dict[tuple[str | int, ...], int]
 
 
-# libyaml's parser when present: several times faster than the pure-Python one.
+# libyaml's parser when present: it is faster than the pure-Python one.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

@@ -11,15 +11,16 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from ..cases.loading import Case, builtin_cases_dir, case_files, load_case_file
+from ..cases.loading import builtin_cases_dir, case_files, load_case_file
+from ..cases.model import Case
 from ..judges.base import Judge, SheetToJudge
 from ..models.base import GenerationRequest
 from ..models.procedural import ProceduralModel
 from ..rubric.caps import apply_caps, case_scopes, layout_labels
 from ..rubric.facts import Setting
 from ..rubric.judgment import validate_judgment
-from ..scoring.aggregate import score_item
-from ..store.run_dir import encode_png
+from ..scoring.item import score_item
+from ..store.sheets import encode_png
 
 CANARY_DOMAINS = ("Kitchen", "Constraints")
 CANARY_VARIANTS = ("good", "copied", "shuffled")

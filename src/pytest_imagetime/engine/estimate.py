@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends.prices import Price
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..judges.prompt import case_text, response_schema, system_prompt
-from ..store.run_dir import find_stored_sheet, load_stored_judgment, with_setting
+from ..store.judgments import load_stored_judgment
+from ..store.paths import with_setting
+from ..store.resume import repriced_judgment
+from ..store.sheets import find_stored_sheet
 from .run_spec import RunSpec
-from .runner import generation_request, image_key, judgment_key, priced_record
+from .runner import generation_request, image_key, judgment_key
 
 # The answer's size: a panel parse, 25 scores, verdicts with evidence, a rationale.
 OUTPUT_TOKENS_PER_JUDGMENT = 1500
@@ -55,7 +58,7 @@ def _stored(spec: RunSpec, case: Case) -> bool:
         return False
     key = judgment_key(spec, case, stored.sha256)
     return (load_stored_judgment(spec.paths, case.id, key) is not None
-            or priced_record(spec, case.id, key, 0, write=False) is not None)
+            or repriced_judgment(spec.paths, case.id, key, 0, write=False) is not None)
 
 
 def shared_prefix_tokens() -> int:

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..models.base import GenerationRequest, ImageModel
 from ..sheet.prompts import reference_prompt
 from ..store.file_lock import exclusive
-from ..store.run_dir import RunPaths, input_key, load_stored_image, sha256_bytes, store_image
+from ..store.keys import input_key, sha256_bytes
+from ..store.paths import RunPaths
+from ..store.sheets import load_stored_image, store_image
 
 if TYPE_CHECKING:  # Pillow is imported at the first reference read
     from PIL import Image

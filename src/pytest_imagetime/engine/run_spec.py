@@ -1,4 +1,4 @@
-"""What every item of one run (model x judge x setting) shares.
+"""What every item of one ImageTime run (model x judge x setting) shares.
 
 Apart from the runner, which imports the store's codecs, the records and the scoring: a
 session that only collects needs the spec of each run, not the code that runs its items.
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..judges.base import Judge
     from ..models.base import ImageModel
     from ..rubric.facts import Setting
-    from ..store.run_dir import RunPaths
+    from ..store.paths import RunPaths
     from .references import References
 
 

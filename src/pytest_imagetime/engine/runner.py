@@ -1,4 +1,5 @@
-"""One item, start to finish: generate (or reuse), measure, judge (or reuse), cap, score.
+"""The ImageTime suite's item, start to finish: generate (or reuse), measure, judge (or
+reuse), cap, score; ``ImagetimeSuite`` gives these stages to the engine's pipeline.
 
 Nothing here knows about pytest; the plugin turns the outcome into test results. A model or
 judge failure raises ItemError with the reason: the item is an error, never a score of 0.
@@ -6,19 +7,19 @@ judge failure raises ItemError with the reason: the item is an error, never a sc
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..judges.base import SheetToJudge
 from ..models.base import (
     Generated,
@@ -30,33 +31,32 @@ from ..rubric.caps import AppliedCap, apply_caps, case_scopes, layout_labels
 from ..rubric.facts import C_DIMS, RUBRIC_VERSION
 from ..rubric.judgment import JudgeError, Judgment, validate_judgment
 from ..rubric.repeats import combine
-from ..scoring.aggregate import ItemScores, score_item
+from ..scoring.item import ItemScores, score_item
 from ..sheet import METRICS_VERSION, geometry
 from ..sheet.prompts import SHEET, sheet_prompt
-from ..store.run_dir import (
-    StoredSheet,
-    decode_png,
-    encode_png,
-    find_stored_sheet,
-    input_key,
-    load_stored_judgment,
-    read_json,
-    rgb_png,
-    store_image,
-    store_judgment,
+from ..store.judgments import store_judgment
+from ..store.keys import input_key
+from ..store.resume import (
+    PRICE_KEYS,
+    judgment_name,
+    repeat_key,
+    reusable_judgment,
+    reusable_sheet,
 )
+from ..store.sheets import StoredSheet, decode_png, encode_png, rgb_png, store_image
 from .item_error import ItemError
 from .record import ItemRecord
 from .references import Reference, ReferenceError
 from .run_spec import RunSpec
+from .suite import BackendCall, Suite
 
-if TYPE_CHECKING:  # numpy at the first sheet measured (see _analyze), Pillow at the first read
+if TYPE_CHECKING:  # numpy at the first sheet measured (_measure_pixels), Pillow at the first read
     from PIL import Image
+    from typing_extensions import TypeIs
 
     from ..sheet.metrics import SheetMetrics
 
 IMAGE_RECORD_FORMAT = "imagetime-image/1"
-PRICE_KEYS = frozenset({"price_usd_per_mtok"})  # judge configuration that is only a price
 JUDGMENT_RECORD_FORMAT = "imagetime-judgment/1"
 
 
@@ -78,7 +78,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _describe(exc: BaseException) -> str:
+def _failure_text(exc: BaseException) -> str:
     return describe_failure(exc, (ModelError, JudgeError))
 
 
@@ -226,7 +226,7 @@ def draw_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | Drawn | It
     pending: list[_Pending] = []
     for index, case in enumerate(cases):
         try:
-            found = _looked_up(spec, case, index)
+            found = _stored_or_pending(spec, case, index)
         except ItemError as exc:
             results[index] = exc
             continue
@@ -234,7 +234,7 @@ def draw_sheets(spec: RunSpec, cases: Sequence[Case]) -> list[Sheet | Drawn | It
             results[index] = found
         else:
             pending.append(found)
-    for item, outcome, seconds in _draw(spec, pending):
+    for item, outcome, seconds in _call_backend(spec, pending):
         results[item.index] = (outcome if isinstance(outcome, ItemError)
                                else Drawn(item, outcome, seconds, len(pending)))
     return [r for r in results if r is not None]
@@ -244,18 +244,18 @@ def stored_sheet(spec: RunSpec, case: Case) -> Sheet | None:
     """The case's stored sheet when its inputs are unchanged; None when it must be drawn,
     or cannot be (drawing it then says why)."""
     try:
-        found = _looked_up(spec, case, 0)
+        found = _stored_or_pending(spec, case, 0)
     except ItemError:
         return None
     return found if isinstance(found, Sheet) else None
 
 
-def _looked_up(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
+def _stored_or_pending(spec: RunSpec, case: Case, index: int) -> Sheet | _Pending:
     """The stored sheet, else what drawing the case needs; raises ItemError."""
     reference = reference_for(spec, case)
     request = generation_request(spec, case, reference)
     key = image_key(spec, request, reference)
-    stored = None if spec.regenerate else find_stored_sheet(spec.paths, case.id, key)
+    stored = reusable_sheet(spec.paths, case.id, key, regenerate=spec.regenerate)
     if stored is None:
         return _Pending(index, case, request, key, reference)
     return Sheet(None, stored.sha256, stored.record, False, reference, stored=stored)
@@ -269,7 +269,7 @@ def planned_calls(spec: RunSpec, cases: Sequence[Case]) -> list[tuple[str, dict[
     pending: list[_Pending] = []
     for index, case in enumerate(cases):
         try:
-            found = _looked_up(spec, case, index)
+            found = _stored_or_pending(spec, case, index)
         except ItemError:
             continue
         if not isinstance(found, Sheet):
@@ -283,7 +283,7 @@ def _batched(spec: RunSpec, pending: Sequence[_Pending]) -> bool:
     return len(pending) > 1 and callable(getattr(spec.model, "generate_batch", None))
 
 
-def _draw(spec: RunSpec, pending: Sequence[_Pending]
+def _call_backend(spec: RunSpec, pending: Sequence[_Pending]
           ) -> list[tuple[_Pending, Generated | ItemError, float]]:
     """Call the backend: one batch when it batches, else one request per sheet (the calls
     ``planned_calls`` names)."""
@@ -312,7 +312,7 @@ def _draw(spec: RunSpec, pending: Sequence[_Pending]
 
 
 def _model_failure(spec: RunSpec, case: Case, exc: BaseException) -> ItemError:
-    error = ItemError(f"model {spec.model.name} failed on {case.id}: {_describe(exc)}")
+    error = ItemError(f"model {spec.model.name} failed on {case.id}: {_failure_text(exc)}")
     error.__cause__ = exc
     return error
 
@@ -327,14 +327,14 @@ def needs_measuring(spec: RunSpec, drawn: Drawn) -> tuple[bool, bool]:
     """What ``store_sheet`` would do to the pixels: encode them, measure them."""
     generated = drawn.generated
     return (not rgb_png(generated.data),
-            spec.grid == SHEET and not _current(generated.facts))
+            spec.grid == SHEET and not _current_metrics(generated.facts))
 
 
 def measured_apart(image: Image.Image, encode: bool, measure: bool) -> Measured:
     """The PNG and the pixel facts ``store_sheet`` would make, made in a measuring process
     (the pipeline's, beside a backend drawing in its own process); byte for byte the same."""
     rgb = image if image.mode == "RGB" else image.convert("RGB")
-    return Measured(encode_png(rgb) if encode else None, _analyze(rgb) if measure else None)
+    return Measured(encode_png(rgb) if encode else None, _measure_pixels(rgb) if measure else None)
 
 
 def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
@@ -342,7 +342,7 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     cannot be written."""
     item, generated = drawn.item, drawn.generated
     case, request = item.case, item.request
-    image = _pixels(spec, drawn)
+    image = _rgb_pixels_checked(spec, drawn)
     record: dict[str, Any] = {
         "format": IMAGE_RECORD_FORMAT, "input_key": item.key, "model": spec.model.name,
         "model_config": dict(spec.model.config()), "case_id": case.id,
@@ -360,12 +360,12 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     metrics = None
     if spec.grid != SHEET:
         record["grid"] = list(spec.grid)
-    elif _current(generated.facts):  # layout facts are about 2x2 sheets
+    elif _current_metrics(generated.facts):  # layout facts are about 2x2 sheets
         record["pixel_metrics"] = dict(generated.facts or {})
     else:
         apart = drawn.measured.metrics if drawn.measured is not None else None
-        metrics = apart if apart is not None else _analyze(image)
-        record["pixel_metrics"] = _facts(metrics)
+        metrics = apart if apart is not None else _measure_pixels(image)
+        record["pixel_metrics"] = _metrics_json(metrics)
     if item.reference is not None:
         record["reference"] = {"sha256": item.reference.sha256,
                                "source": item.reference.source}
@@ -381,7 +381,7 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
     return Sheet(image, digest, record, True, item.reference, metrics=metrics)
 
 
-def _pixels(spec: RunSpec, drawn: Drawn) -> Image.Image:
+def _rgb_pixels_checked(spec: RunSpec, drawn: Drawn) -> Image.Image:
     """The drawn sheet as RGB, decoded here if storing it needs its pixels; raises ItemError
     naming its file when they cannot be decoded. A file's chunks can all check out while
     its image data is short or garbled: that shows only when the pixels are read."""
@@ -405,7 +405,7 @@ def _pixels(spec: RunSpec, drawn: Drawn) -> Image.Image:
 
 def obtain_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> tuple[Judgment, bool]:
     """The sheet's judgment; with repeats, each repeat stored on its own, then combined."""
-    results = [_one_judgment(spec, case, sheet, r) for r in range(spec.repeats)]
+    results = [_reused_or_new_judgment(spec, case, sheet, r) for r in range(spec.repeats)]
     return combine([j for j, _ in results]), any(new for _, new in results)
 
 
@@ -414,57 +414,25 @@ def stored_judgment(spec: RunSpec, case: Case, sheet: Sheet) -> Judgment | None:
     damaged (or ``--imagetime-rejudge``): then the judge must be called."""
     found = []
     for repeat in range(spec.repeats):
-        judgment = _stored_repeat(spec, case, sheet, repeat)[2]
+        judgment = stored_repeat(spec, case, sheet, repeat)[2]
         if judgment is None:
             return None
         found.append(judgment)
     return combine(found)
 
 
-def _stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
-                   ) -> tuple[str, str, Judgment | None]:
-    """One repeat's input key, the name it is stored under, and its stored judgment."""
-    key = judgment_key(spec, case, sheet.sha256, sheet.reference)
-    stored_as = case.id if repeat == 0 else f"{case.id}@r{repeat + 1}"
-    if repeat:
-        key = input_key({"judgment": key, "repeat": repeat})
-    if not spec.rejudge:
-        stored = load_stored_judgment(spec.paths, stored_as, key)
-        if stored is None and sheet.reference is None:
-            stored = priced_record(spec, stored_as, key, repeat)
-        if stored is not None:
-            return key, stored_as, _trusted_judgment(spec, case, stored_as, stored)
-    return key, stored_as, None
-
-
-def priced_record(spec: RunSpec, stored_as: str, key: str, repeat: int, write: bool = True
-                  ) -> dict[str, Any] | None:
-    """A judgment stored while the price was part of its key, whose inputs are otherwise
-    this key's: taken, and (``write``) stored again under this key, once, so a new price
-    table never pays for it again."""
-    record = read_json(spec.paths.judgment(stored_as))
-    config = record.get("judge_config") if isinstance(record, dict) else None
-    if not isinstance(config, dict) or not PRICE_KEYS & config.keys():
-        return None
-    assert isinstance(record, dict)
-    unpriced = input_key({
-        "judge": {k: v for k, v in config.items() if k not in PRICE_KEYS},
-        "image_sha256": record.get("image_sha256"),
-        "case_spec_sha256": record.get("case_spec_sha256"), "setting": record.get("setting"),
-        "rubric_version": record.get("rubric_version")})
-    if repeat:
-        unpriced = input_key({"judgment": unpriced, "repeat": repeat})
-    if unpriced != key:
-        return None
-    record["input_key"] = key
-    judgment = record.get("judgment")
-    if config.get("price_usd_per_mtok") is None and isinstance(judgment, dict) \
-            and judgment.get("tokens_in"):
-        judgment["cost_usd"] = None  # stored as 0 when its price was unknown: unknown it is
-    if write:
-        with contextlib.suppress(OSError):  # taken this time all the same; looked at again
-            store_judgment(spec.paths, stored_as, record)
-    return record
+def stored_repeat(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+                  ) -> tuple[str, str, Judgment | None]:
+    """One repeat's input key, the name it is stored under, and its stored judgment when
+    it is reusable (``store/resume.py``) and passes the checks a new one passes."""
+    key = repeat_key(judgment_key(spec, case, sheet.sha256, sheet.reference), repeat)
+    stored_as = judgment_name(case.id, repeat)
+    # A key with a reference never held a price: nothing to take from before a price change.
+    stored = reusable_judgment(spec.paths, stored_as, key, rejudge=spec.rejudge,
+                               repeat=repeat if sheet.reference is None else None)
+    if stored is None:
+        return key, stored_as, None
+    return key, stored_as, _trusted_judgment(spec, case, stored_as, stored)
 
 
 class StoredDataWarning(UserWarning):
@@ -490,7 +458,7 @@ def _trusted_judgment(spec: RunSpec, case: Case, stored_as: str,
             _warned.add(path)
         if first:
             warnings.warn(StoredDataWarning(
-                f"the stored judgment {path} cannot be trusted ({_describe(exc)}): judging "
+                f"the stored judgment {path} cannot be trusted ({_failure_text(exc)}): judging "
                 f"{case.id} again"), stacklevel=2)
         return None
     return judgment
@@ -508,9 +476,9 @@ def _check_numbers(judgment: Judgment) -> None:
         raise ValueError(f"labels {list(judgment.labels)!r} are not all text")
 
 
-def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
+def _reused_or_new_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
                   ) -> tuple[Judgment, bool]:
-    key, stored_as, stored = _stored_repeat(spec, case, sheet, repeat)
+    key, stored_as, stored = stored_repeat(spec, case, sheet, repeat)
     if stored is not None:
         return stored, False
     image_sha256, reference = sheet.sha256, sheet.reference
@@ -522,7 +490,8 @@ def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
         judgment = spec.judge.judge(sheet=to_judge)
         validate_judgment(judgment, case, spec.setting, scored_dims=spec.judge.scored_dims)
     except Exception as exc:
-        raise ItemError(f"judge {spec.judge.name} failed on {case.id}: {_describe(exc)}") from exc
+        raise ItemError(f"judge {spec.judge.name} failed on {case.id}: "
+                        f"{_failure_text(exc)}") from exc
     store_judgment(spec.paths, stored_as, {
         "format": JUDGMENT_RECORD_FORMAT, "input_key": key, "case_id": case.id,
         "judge_config": dict(spec.judge.config()), "image_sha256": image_sha256,
@@ -533,20 +502,20 @@ def _one_judgment(spec: RunSpec, case: Case, sheet: Sheet, repeat: int
     return judgment, True
 
 
-def _analyze(image: Image.Image) -> SheetMetrics:
+def _measure_pixels(image: Image.Image) -> SheetMetrics:
     # Imported at the first sheet measured: a run that only collects never loads numpy.
     from ..sheet.metrics import analyze
 
     return analyze(image)
 
 
-def _facts(measured: SheetMetrics) -> dict[str, Any]:
+def _metrics_json(measured: SheetMetrics) -> dict[str, Any]:
     """The layout facts measured on every sheet, whatever the judge; kept in its record."""
     return {"version": METRICS_VERSION,
             "implied_labels": list(measured.implied_labels()), "values": measured.to_json()}
 
 
-def _current(facts: object) -> bool:
+def _current_metrics(facts: object) -> bool:
     """Whether stored pixel facts are this version's (others are measured again)."""
     return (isinstance(facts, Mapping) and facts.get("version") == METRICS_VERSION
             and isinstance(facts.get("implied_labels"), list)
@@ -558,8 +527,8 @@ def pixel_labels(sheet: Sheet) -> tuple[str, ...]:
     if sheet.metrics is not None:
         return sheet.metrics.implied_labels()
     facts = sheet.record.get("pixel_metrics")
-    if not _current(facts):
-        sheet.metrics = _analyze(sheet.image)
+    if not _current_metrics(facts):
+        sheet.metrics = _measure_pixels(sheet.image)
         return sheet.metrics.implied_labels()
     assert isinstance(facts, Mapping)
     return tuple(str(label) for label in facts["implied_labels"])
@@ -625,3 +594,52 @@ def _generation_cost(record: Mapping[str, Any]) -> float | None:
 def run_item(spec: RunSpec, case: Case, base: ItemRecord) -> ItemOutcome:
     """Everything an item does before its assertions; raises ItemError on infrastructure failure."""
     return judge_sheet(spec, case, base, generate_sheet(spec, case))
+
+
+class ImagetimeSuite(Suite[RunSpec, Case, ItemRecord, Sheet, Drawn, ItemOutcome]):
+    """The ImageTime suite's stages on the item engine: motion sheets, rubric judgments,
+    capped scores."""
+
+    def lookup(self, run: RunSpec, item: Case) -> Sheet | None:
+        return stored_sheet(run, item)
+
+    def draw(self, run: RunSpec, items: Sequence[Case]) -> Sequence[Sheet | Drawn | ItemError]:
+        return draw_sheets(run, items)
+
+    def is_drawn(self, drawing: Sheet | Drawn) -> TypeIs[Drawn]:
+        return isinstance(drawing, Drawn)
+
+    def store(self, run: RunSpec, drawn: Drawn) -> Sheet:
+        return store_sheet(run, drawn)
+
+    def reuse(self, run: RunSpec, item: Case, base: ItemRecord, stored: Sheet
+              ) -> ItemOutcome | None:
+        return stored_outcome(run, item, base, stored)
+
+    def judge(self, run: RunSpec, item: Case, base: ItemRecord, stored: Sheet) -> ItemOutcome:
+        return judge_sheet(run, item, base, stored)
+
+    def spent_usd(self, outcome: ItemOutcome) -> float:
+        return (outcome.record.cost_usd or 0.0) if outcome.record.judged else 0.0
+
+    def calls_ahead(self, run: RunSpec, items: Sequence[Case]) -> list[BackendCall] | None:
+        # Not in the scaffold setting: its lookups may draw references.
+        return planned_calls(run, items) if run.setting == "prompt-only" else None
+
+    def measured_apart(self, run: RunSpec, drawn: Drawn,
+                       processes: Callable[[], Executor]) -> Drawn:
+        """The PNG and pixel facts made in a measuring process; as it came when there is
+        nothing to make, or the processes cannot (it is then encoded and measured here)."""
+        # Pickle and the broken-pool error only when a sheet is measured apart.
+        import pickle
+        from concurrent.futures.process import BrokenProcessPool
+
+        encode, measure = needs_measuring(run, drawn)
+        if not (encode or measure):
+            return drawn
+        try:
+            measured = processes().submit(measured_apart, drawn.generated.image, encode,
+                                          measure).result()
+        except (BrokenProcessPool, RuntimeError, OSError, pickle.PicklingError):
+            return drawn
+        return replace(drawn, measured=measured)

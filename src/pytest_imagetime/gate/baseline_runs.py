@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store.run_dir import read_json
+from ..store.atomic import read_json
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from ..rubric.facts import Setting
 if TYPE_CHECKING:  # annotations only: the options module imports this one at pytest start-up
     from PIL import Image
 
-    from ..cases.loading import Case
+    from ..cases.model import Case
     from ..rubric.judgment import Judgment
     from ..sheet.metrics import SheetMetrics
 

@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.openai_client import server_message
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..engine.item_error import ItemError
 from ..engine.run_spec import RunSpec
-from ..engine.runner import Sheet, _stored_repeat, stored_sheet
+from ..engine.runner import Sheet, stored_repeat, stored_sheet
 from ..rubric.judgment import JudgeError, Judgment
-from ..store.run_dir import atomic_write_text, read_json
+from ..store.atomic import atomic_write_text, read_json
 from .base import SheetToJudge
 from .vlm import InvalidAnswer, VlmJudge, _openai, _short, usage_tokens
 
@@ -218,7 +218,7 @@ class BatchJudge:
                 continue
             answer_key = (str(spec.paths.image(case.id)), sheet.sha256)
             for repeat in range(spec.repeats):
-                key, _, stored = _stored_repeat(spec, case, sheet, repeat)
+                key, _, stored = stored_repeat(spec, case, sheet, repeat)
                 if stored is None:
                     requests.append(_Request(key[:40], spec, case, answer_key))
         return requests

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from ..research.probe.ask import Answer, JsonAsker
 from ..rubric.facts import ALL_DIMS, RUBRIC_VERSION
 from ..rubric.judgment import JudgeError, Judgment, Verdict
+from .ask import Answer, JsonAsker
 from .base import JudgeOptions, SheetToJudge
 from .chain_questions import (
     ANSWERS,

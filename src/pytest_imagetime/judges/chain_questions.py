@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..cases.loading import STAGES, Case
+from ..cases.model import STAGES, Case
 from .pixel import to_score
 
 CHAIN_VERSION = "imagetime-chain-questions/1"

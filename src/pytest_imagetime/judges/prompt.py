@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..rubric.facts import (
     ALL_DIMS,
     C_DIMS,

@@ -37,7 +37,7 @@ from ..backends.openai_client import (
     safe_url,
 )
 from ..backends.prices import Price, known_cost, price_for
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..rubric.facts import ALL_DIMS, C_DIMS, D_DIMS, RUBRIC_VERSION, Setting
 from ..rubric.judgment import JudgeError, Judgment, Verdict, validate_judgment
 from .base import JudgeOptions, SheetToJudge

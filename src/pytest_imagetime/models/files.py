@@ -12,7 +12,7 @@ from typing import Any
 from PIL import Image, UnidentifiedImageError
 
 from ..backends.registry import spec_path
-from ..store.run_dir import sha256_bytes
+from ..store.keys import sha256_bytes
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")

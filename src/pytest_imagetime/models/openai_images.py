@@ -37,7 +37,7 @@ from ..backends.openai_client import (
     load_sdk,
     safe_url,
 )
-from ..research.probe.ask import api_key
+from ..judges.ask import api_key
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .overrides import Converter, boolean, choice, parse_overrides, split_argument
 

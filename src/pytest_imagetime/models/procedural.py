@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from ..sheet.geometry import STAGE_ORDER, WHITE, Box, compose, gutter_width, panel_boxes
 from .base import Generated, GenerationRequest, ModelError
 

@@ -1,9 +1,10 @@
 """The pytest entry point: options, hook specifications, and the start of a benchmark run.
 
 With ``--imagetime-model`` (or ``imagetime_model`` in the ini file) every case becomes one
-item per model (see ``session.py``). Without it the plugin collects nothing, so a
+item per model (see ``collect.py``). Without it the plugin collects nothing, so a
 repository's own tests run as usual, and they pay only for this module and the options: the
-session, the backends, numpy and the reports are imported when a run asks for a model.
+run's start (``start.py``), the backends, numpy and the reports are imported when a run asks
+for a model.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     options = parse_options(config)  # checked even when unused: a bad value is still a typo
     if getattr(config.option, "markers", False):  # --markers lists ours and runs nothing
-        from .session import register_markers
+        from .start import register_markers  # the markers name the packaged domains
 
         register_markers(config)
         return
@@ -37,6 +38,6 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "(-p no:imagetime-tempviz); leave that out to run the suite")
     if not options.active:
         return
-    from .session import start
+    from .start import start  # the boundary: the heavy rooms load when a run asks for them
 
     start(config, options)

@@ -1,7 +1,7 @@
 """Item errors in the terminal: one line per item, and how many share each reason.
 
-A run whose 750 items fail the same way (a wrong folder, a dead endpoint) then reads as one
-reason counted 750 times, with each item still listed once for a CI log to search.
+A run whose items all fail the same way (a wrong folder, a dead endpoint) then reads as one
+reason with its count, with each item still listed once for a CI log to search.
 """
 
 from __future__ import annotations

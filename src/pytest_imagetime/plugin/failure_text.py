@@ -18,7 +18,7 @@ class PlainFailures(Node):
     def _repr_failure_py(self, excinfo: ExceptionInfo[BaseException],  # type: ignore[override]
                          style: Any = None) -> str | TerminalRepr:
         # pytest words a setup error here, not in repr_failure: a traceback it would format
-        # (parsing every source file on the way, about a second an item) and then not show.
+        # (parsing every source file on the way) and then not show.
         if isinstance(excinfo.value, self.plain_failures):
             return str(excinfo.value)
         return super()._repr_failure_py(excinfo, style)
@@ -42,3 +42,9 @@ def report_text(report: Any) -> str:
     writer.hasmarkup = False
     longrepr.toterminal(writer)
     return buffer.getvalue().strip()
+
+
+def last_line(text: str) -> str:
+    """The last line of a failure text that says something: its reason, after a traceback."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..cases.loading import Case
+    from ..cases.model import Case
     from ..engine.runner import ItemOutcome
 
 

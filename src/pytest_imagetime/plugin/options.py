@@ -23,7 +23,7 @@ import pytest
 
 from ..judges.base import JudgeOptions
 from ..models.base import ModelOptions
-from ..models.devices import DeviceError, parse_devices
+from ..models.devices import DeviceError, parse_devices, worker_index
 from ..rubric.facts import SETTINGS, Setting
 from ..sheet.prompts import SHEET, GridError, parse_grid
 from . import shards
@@ -227,7 +227,8 @@ def _given(config: pytest.Config, name: str) -> tuple[Any, Path]:
     return (value if value not in ("", [], None) else None), base
 
 
-def _raw(config: pytest.Config, name: str) -> Any:
+def raw_value(config: pytest.Config, name: str) -> Any:
+    """The option's value as given (the command line, else the ini file); None if neither."""
     return _given(config, name)[0]
 
 
@@ -246,7 +247,7 @@ def _fail(name: str, value: object, accepted: str) -> pytest.UsageError:
 
 def _number(config: pytest.Config, name: str, kind: type, default: Any,
             low: float, high: float, accepted: str) -> Any:
-    value = _raw(config, name)
+    value = raw_value(config, name)
     if value is None:
         return default
     try:
@@ -267,7 +268,7 @@ def _flag(config: pytest.Config, name: str) -> bool:
 
 def _judge_params(config: pytest.Config) -> dict[str, Any]:
     params: dict[str, Any] = {}
-    for item in _raw(config, "judge-param") or []:
+    for item in raw_value(config, "judge-param") or []:
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
             raise _fail("judge-param", item, "give KEY=VALUE, e.g. reasoning_effort=high")
@@ -284,7 +285,7 @@ _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 def _headers(config: pytest.Config, name: str) -> dict[str, str]:
     """``NAME=VALUE`` headers; a VALUE ``$VAR`` or ``${VAR}`` is read from the environment."""
     headers: dict[str, str] = {}
-    for item in _raw(config, name) or []:
+    for item in raw_value(config, name) or []:
         key, sep, value = str(item).partition("=")
         key = key.strip()
         if not sep or not _HEADER_NAME.match(key):
@@ -301,7 +302,7 @@ def _headers(config: pytest.Config, name: str) -> dict[str, str]:
 
 
 def _price(config: pytest.Config) -> tuple[float, ...] | None:
-    raw = _raw(config, "judge-price")
+    raw = raw_value(config, "judge-price")
     if raw is None:
         return None
     try:
@@ -327,14 +328,14 @@ def parse_shard(raw: object) -> Shard | None:
 
 def judge_options(config: pytest.Config) -> JudgeOptions:
     defaults = JudgeOptions()
-    key_env = str(_raw(config, "judge-key-env") or defaults.key_env)
-    response = str(_raw(config, "judge-response-format") or defaults.response_format)
+    key_env = str(raw_value(config, "judge-key-env") or defaults.key_env)
+    response = str(raw_value(config, "judge-response-format") or defaults.response_format)
     if response not in ("json_schema", "json_object"):
         raise _fail("judge-response-format", response, "use json_schema or json_object")
     prices = option_path(config, "judge-prices")
     return JudgeOptions(
-        model=str(_raw(config, "judge-model") or defaults.model),
-        base_url=_raw(config, "judge-base-url"),
+        model=str(raw_value(config, "judge-model") or defaults.model),
+        base_url=raw_value(config, "judge-base-url"),
         key_env=None if key_env.lower() == "none" else key_env,
         concurrency=_number(config, "judge-concurrency", int, defaults.concurrency, 1, 1024,
                             "give an integer from 1 to 1024"),
@@ -356,18 +357,16 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
 def model_options(config: pytest.Config) -> ModelOptions:
     defaults = ModelOptions()
     try:
-        devices = parse_devices(str(_raw(config, "devices") or "auto"))
+        devices = parse_devices(str(raw_value(config, "devices") or "auto"))
     except DeviceError as exc:
-        raise _fail("devices", _raw(config, "devices"), str(exc)) from None
-    key_env = str(_raw(config, "model-key-env") or defaults.key_env)
-    from ..models.devices import worker_index
-
+        raise _fail("devices", raw_value(config, "devices"), str(exc)) from None
+    key_env = str(raw_value(config, "model-key-env") or defaults.key_env)
     return ModelOptions(
         devices=devices,
         worker_index=worker_index(),
         batch_size=_number(config, "batch-size", int, defaults.batch_size, 1, 1024,
                            "give an integer from 1 to 1024"),
-        base_url=_raw(config, "model-base-url"),
+        base_url=raw_value(config, "model-base-url"),
         key_env=None if key_env.lower() == "none" else key_env,
         timeout_s=_number(config, "model-timeout", float, defaults.timeout_s, 0.01, 86400,
                           "give seconds, a number above 0"),
@@ -382,9 +381,10 @@ def model_options(config: pytest.Config) -> ModelOptions:
 
 
 def _model_process(config: pytest.Config) -> str:
+    # Read when a model is given: the own-process backend is loaded only for a run.
     from ..models.own_process import PROCESS_CHOICES
 
-    raw = _raw(config, "model-process")
+    raw = raw_value(config, "model-process")
     choice = str(raw or "auto").strip().lower()
     if choice not in PROCESS_CHOICES:
         raise _fail("model-process", raw, f"use one of {', '.join(PROCESS_CHOICES)}")
@@ -392,7 +392,7 @@ def _model_process(config: pytest.Config) -> str:
 
 
 def _grid(config: pytest.Config, setting: str) -> tuple[int, int]:
-    raw = _raw(config, "grid")
+    raw = raw_value(config, "grid")
     if raw is None:
         return SHEET
     try:
@@ -430,13 +430,13 @@ def parse_options(config: pytest.Config) -> Options:
 
 
 def _parse(config: pytest.Config) -> Options:
-    raw_models = _raw(config, "model") or []
+    raw_models = raw_value(config, "model") or []
     models = tuple(dict.fromkeys(m.strip() for m in raw_models if m.strip()))
-    setting = str(_raw(config, "setting") or "prompt-only")
+    setting = str(raw_value(config, "setting") or "prompt-only")
     if setting not in SETTINGS:
         raise _fail("setting", setting, f"use one of {', '.join(SETTINGS)}")
     out = option_path(config, "out") or config.invocation_params.dir / DEFAULT_OUT
-    junit_raw = _raw(config, "junit")
+    junit_raw = raw_value(config, "junit")
     junit: Path | None
     if junit_raw is None:
         # One JUnit file by default: with pytest's --junitxml, that one (a CI glob over
@@ -446,10 +446,10 @@ def _parse(config: pytest.Config) -> Options:
         junit = None
     else:
         junit = option_path(config, "junit")
-    shard = parse_shard(_raw(config, "shard"))
+    shard = parse_shard(raw_value(config, "shard"))
     return Options(
         models=models,
-        judge=str(_raw(config, "judge") or DEFAULT_JUDGE).strip(),
+        judge=str(raw_value(config, "judge") or DEFAULT_JUDGE).strip(),
         out=out,
         setting=setting,
         size=_number(config, "size", int, DEFAULT_SIZE, 64, 8192,
@@ -480,7 +480,7 @@ def _parse(config: pytest.Config) -> Options:
         html=option_path(config, "html"),
         model_options=model_options(config),
         reference_dir=_reference_dir(config, setting),
-        reference_model=_raw(config, "reference-model"),
+        reference_model=raw_value(config, "reference-model"),
         grid=_grid(config, setting),
         suite=_suite(config),
         judge_batch=_flag(config, "judge-batch"),
@@ -492,7 +492,7 @@ def _parse(config: pytest.Config) -> Options:
 
 
 def _suite(config: pytest.Config) -> str:
-    suite = str(_raw(config, "suite") or "imagetime")
+    suite = str(raw_value(config, "suite") or "imagetime")
     if suite not in SUITES:
         raise _fail("suite", suite, f"use one of {', '.join(SUITES)}")
     return suite
@@ -500,7 +500,7 @@ def _suite(config: pytest.Config) -> str:
 
 def _reference_dir(config: pytest.Config, setting: str) -> Path | None:
     path = option_path(config, "reference-dir")
-    given_model = _raw(config, "reference-model") is not None
+    given_model = raw_value(config, "reference-model") is not None
     if path is not None and given_model:
         raise _fail("reference-dir", path, "give either --imagetime-reference-dir or "
                     "--imagetime-reference-model, not both")
@@ -514,7 +514,7 @@ def _reference_dir(config: pytest.Config, setting: str) -> Path | None:
 
 
 def _thresholds(config: pytest.Config, name: str) -> dict[str, float]:
-    raw = _raw(config, name)
+    raw = raw_value(config, name)
     if raw is None:
         return {}
     from ..gate.compare import GateSpecError, parse_thresholds  # only for a gated run

@@ -2,8 +2,8 @@
 
 A finished item's setup is two lookups and its call a few comparisons, yet pytest's own
 protocol wraps each of its three phases in hooks that start and stop output capture, log
-capture and the other plugins' ``pytest_runtest_setup/call/teardown``: about three
-quarters of a millisecond an item here, more than the lookups. A replay runs the item's
+capture and the other plugins' ``pytest_runtest_setup/call/teardown``, which cost more
+than the lookups. A replay runs the item's
 setup, call and teardown in order through pytest's own setup state (collectors are set up
 and torn down as under the full protocol) and sends every report through the usual
 ``pytest_runtest_makereport`` and ``pytest_runtest_logreport`` hooks, so the terminal,

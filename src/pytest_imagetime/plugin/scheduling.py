@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ..cases.loading import Case
+from ..cases.model import Case
 
 
 class LimitWarning(pytest.PytestWarning):

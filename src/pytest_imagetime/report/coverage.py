@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases.loading import Case, CaseFileError, builtin_cases_dir, case_files, load_case_file
+from ..cases.loading import builtin_cases_dir, case_files, load_case_file
+from ..cases.model import Case, CaseFileError
 from ..plugin.scheduling import shard_cases
 
 PACKAGED = "imagetime"

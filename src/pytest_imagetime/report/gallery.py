@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..store.run_dir import atomic_write_bytes, read_json
+from ..store.atomic import atomic_write_bytes, read_json
 from .html import esc, page, url
 
 GALLERY = "gallery.html"

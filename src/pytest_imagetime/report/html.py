@@ -28,7 +28,8 @@ from urllib.parse import quote
 
 from PIL import Image
 
-from ..cases.loading import Case, CaseFileError, builtin_cases_dir, load_case_file
+from ..cases.loading import builtin_cases_dir, load_case_file
+from ..cases.model import Case, CaseFileError
 from ..rubric.facts import (
     ALL_DIMS,
     C_DIMS,
@@ -39,7 +40,8 @@ from ..rubric.facts import (
     PROTOCOL_NODE_LABEL,
 )
 from ..sheet.geometry import STAGE_ORDER, split
-from ..store.run_dir import dir_slug, read_json
+from ..store.atomic import read_json
+from ..store.paths import dir_slug
 from .coverage import coverage_note, coverage_text, is_complete
 
 INDEX = "index.html"

@@ -22,7 +22,8 @@ from ..backends.prices import sum_costs
 from ..engine.record import ItemRecord
 from ..rubric.facts import RUBRIC_VERSION
 from ..scoring.aggregate import Scored, aggregate
-from ..store.run_dir import atomic_write_text
+from ..scoring.intervals import INTERVAL_METHOD, confidence_intervals, kept_intervals
+from ..store.atomic import atomic_write_text
 
 REPORT_FORMAT = "imagetime-report/1"
 ITEM_FIELDS = tuple(f.name for f in fields(ItemRecord))
@@ -73,7 +74,7 @@ def gpu_description() -> str | None:
 
 
 def item_json(record: ItemRecord) -> dict[str, Any]:
-    # Field by field: dataclasses.asdict deep-copies every value, a third of a report's cost.
+    # Field by field: dataclasses.asdict deep-copies every value, which serialising never needs.
     data: dict[str, Any] = {}
     for name in ITEM_FIELDS:
         value = getattr(record, name)
@@ -161,8 +162,6 @@ def build_report(manifest: Mapping[str, Any], records: Iterable[ItemRecord],
 def report_of_items(manifest: Mapping[str, Any], items: list[dict[str, Any]], created: str,
                     previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``build_report`` from the records' items (``items_of``), which become its items."""
-    from ..gate.compare import INTERVAL_METHOD, confidence_intervals, kept_intervals
-
     env = environment()
     confidence = kept_intervals(previous, items, env["libraries"].get("numpy"))
     return {
@@ -188,7 +187,7 @@ def write_report(path: Path, report: Mapping[str, Any]) -> None:
 def report_chunks(report: Mapping[str, Any]) -> Iterator[str]:
     """The report as indented JSON with each item on one line: as readable and diffable as
     a fully indented file, and written by json's C encoder (indenting runs the pure-Python
-    one, which took a quarter of a second for 750 items), one item at a time."""
+    one), one item at a time."""
     items = report.get("items")
     if not isinstance(items, list):
         yield json.dumps(report, indent=1, sort_keys=True) + "\n"

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..engine.record import PREFIX, ItemRecord, Scalar
 from ..rubric.facts import LEVEL_KEYS
-from ..store.run_dir import with_setting
+from ..store.paths import with_setting
 from .json_report import record_from_json
 from .junit_xml import JunitCase, status_counts, write_junit_xml
 

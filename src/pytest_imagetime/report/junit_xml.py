@@ -1,9 +1,10 @@
 """JUnit XML text from test cases, written directly as text.
 
-Both suites' JUnit files (ImageTime's and TempViz's) come through here. A run of 750 items
-carries some 35,000 ``<property>`` elements; building and serialising an ElementTree for them
-took most of a second, the text below takes a few hundredths. The layout is what
-``ElementTree.indent`` gives (two spaces a level), so files read and diff as before.
+Both suites' JUnit files (ImageTime's and TempViz's) come through this one writer; what
+differs between them is the content of their cases (``report/junit.py``,
+``tempviz/junit.py``). It writes text rather than an ElementTree, since a large run carries
+tens of thousands of ``<property>`` elements (docs/performance.md, "The plugin's JUnit
+file"). The layout is what ``ElementTree.indent`` gives (two spaces a level).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store.run_dir import atomic_write_text
+from ..store.atomic import atomic_write_text
 
 Scalar = str | int | float | bool
 

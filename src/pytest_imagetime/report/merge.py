@@ -20,7 +20,7 @@ from typing import Any
 from ..backends.prices import sum_costs
 from ..engine.record import ItemRecord
 from ..engine.runner import now
-from ..store.run_dir import read_json
+from ..store.atomic import read_json
 from .coverage import Suite, coverage_json
 from .json_report import build_report, case_set, record_from_json, validate_report, write_report
 from .junit import write_junit

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rubric.facts import C_DIMS, D_DIMS
-from ..store.run_dir import atomic_write_text
+from ..store.atomic import atomic_write_text
 
 SCORES_CSV = "scores.csv"
 JUDGE_PROMPT = "judge_prompt.txt"

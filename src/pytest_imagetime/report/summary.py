@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..rubric.facts import LEVEL_KEYS
-from ..store.run_dir import with_setting
+from ..store.paths import with_setting
 from .coverage import coverage_note, coverage_text
 
 

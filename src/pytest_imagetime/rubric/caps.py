@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from .facts import CAP_RULES, CapScope, Setting
 
 

@@ -1,7 +1,7 @@
 """What a judge returns for one sheet, checked against the rubric and the case.
 
 A judgment that fails these checks is never turned into a score: the caller gets a
-JudgmentError with the reason, and the item becomes an error.
+JudgeError with the reason, and the item becomes an error.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..cases.loading import Case
+from ..cases.model import Case
 from .facts import ALL_DIMS, C_DIMS, FAILURE_LABELS, SCORE_MAX, SCORE_MIN, Setting, nullable_dims
 
 JSON = Any  # values that json.dumps accepts

@@ -1,8 +1,9 @@
-"""Pure scoring: item means and tree levels, and the run aggregate over items.
+"""The run aggregate over items: means, every dimension, every level, breakdowns by domain and
+difficulty, labels and costs.
 
-Nulls are omitted, never counted as 0. Errors are counted apart and never scored.
-Aggregates are computed over items sorted by key, so they do not depend on the order in
-which items finished (serial and xdist runs give identical numbers).
+Errors are counted apart and never scored. Aggregates are computed over items sorted by key,
+so they do not depend on the order in which items finished (serial and xdist runs give
+identical numbers).
 """
 
 from __future__ import annotations
@@ -14,57 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.prices import sum_costs
-from ..rubric.facts import ALL_DIMS, C_DIMS, D_DIMS, GATE, GATE_C0_MIN, LEVELS, TreeNode
-
-
-def mean(values: Iterable[float | int | None]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return math.fsum(present) / len(present) if present else None
-
-
-@dataclass(frozen=True)
-class ItemScores:
-    c_mean: float | None
-    d_mean: float | None
-    overall: float | None
-    tree: Mapping[str, float | None]  # "gate" and L0..L6
-    gate_pass: bool
-
-
-def _dims_mean(scores: Mapping[str, int | None], dims: Iterable[str]) -> float | None:
-    """``mean`` of one item's scores over some dimensions, as a plain loop: every item of a
-    run goes through here a dozen times. Scores are integers, so their sum is exact."""
-    total = 0
-    count = 0
-    for dim in dims:
-        value = scores.get(dim)
-        if value is not None:
-            total += value
-            count += 1
-    return total / count if count else None
-
-
-def node_score(node: TreeNode, scores: Mapping[str, int | None]) -> float | None:
-    """T = 0.5 mean(C) + 0.5 mean(D); one family alone when the other has no applicable dims."""
-    c = _dims_mean(scores, node.c_dims)
-    d = _dims_mean(scores, node.d_dims)
-    if c is None or d is None:
-        return c if d is None else d
-    return 0.5 * c + 0.5 * d
-
-
-def score_item(scores: Mapping[str, int | None]) -> ItemScores:
-    c = _dims_mean(scores, C_DIMS)
-    d = _dims_mean(scores, D_DIMS)
-    overall = None if c is None and d is None else (
-        c if d is None else d if c is None else (c + d) / 2)
-    tree = {GATE.key: node_score(GATE, scores)}
-    tree.update({node.key: node_score(node, scores) for node in LEVELS})
-    c0 = scores.get("C0")
-    return ItemScores(c, d, overall, tree, gate_pass=c0 is not None and c0 >= GATE_C0_MIN)
-
-
-# ---------------------------------------------------------------- run aggregate
+from ..rubric.facts import ALL_DIMS, C_DIMS, GATE, LEVELS
+from .item import ItemScores, mean, score_item
 
 TREE_KEYS: tuple[str, ...] = (GATE.key, *(node.key for node in LEVELS))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: the options module imports this one at pytest start-up
-    from ..cases.loading import Case
+    from ..cases.model import Case
 
 SHEET = (2, 2)
 DENSE_GRIDS = ((4, 2), (4, 4), (4, 6), (4, 8))  # four temporal rows, N panels a row

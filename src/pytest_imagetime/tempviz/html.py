@@ -17,7 +17,8 @@ from typing import Any
 from PIL import Image
 
 from ..report.html import esc, page, url
-from ..store.run_dir import atomic_write_bytes, dir_slug, read_json
+from ..store.atomic import atomic_write_bytes, read_json
+from ..store.paths import dir_slug
 from .options import CATEGORIES
 from .prompts import QUESTION_NAMES
 from .report import COMBINED, LABELS

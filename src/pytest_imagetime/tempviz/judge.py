@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends.prices import cost_usd
+from ..judges.ask import JsonAsker, message_text, short
 from ..judges.base import JudgeOptions
 from ..judges.vlm import InvalidAnswer, usage_tokens
-from ..research.probe.ask import JsonAsker, message_text, short
 from ..rubric.judgment import JudgeError
-from ..store.run_dir import dir_slug
+from ..store.paths import dir_slug
 from .examples import Example, Examples
 from .options import STYLES
 from .prompts import QUESTION_NAMES, QUESTIONS, Prompt
@@ -251,3 +251,111 @@ class TempvizJudge:
         return Answers(answers, self.model, tokens_in, tokens_out,
                        cost_usd(self._asker.price, tokens_in, tokens_out),
                        round(time.perf_counter() - started, 3))
+
+
+# ---------------------------------------------------------------- the paper's one-question judge
+
+# The TempViz paper's "Judging" prompt (Appendix D.1), in the style of Prometheus-Vision: one
+# whole-prompt assessment, analysis then rating, the prompt inserted at the end.
+PAPER_ASSESSOR = """\
+You are a professional text-to-image quality assessor. Your task is to judge how accurately \
+the image reflects the given prompt, including the attributes of the objects and all \
+temporal elements of the prompt, such as signs of aging in animals, historical borders on \
+maps, seasonal indicators in landscapes, light and shadow for the time of day, architectural \
+changes of buildings over time, and the stylistic traits of an epoch in artworks.
+
+Analyse the image step by step, then rate it on a two-point scale:
+- Not accept: the prompt, including its temporal elements, is not accurately reflected.
+- Accept: the prompt, including its temporal elements, is accurately reflected.
+
+Do not write any other text. Answer in exactly this format:
+ANALYSIS: <your step-by-step analysis>
+RATING: <Not accept or Accept>
+
+Prompt: {prompt}"""
+# The paper's "Standard" question (Appendix D.1); the tables' annotation_prompt_2 is this
+# question filled in for every row.
+PAPER_SIMPLE = ("Is the image correct for the following prompt: '{prompt}'? Is the correct "
+                "temporal knowledge applied (i.e. {cue})? Just reply with 'yes' or 'no'.")
+WHOLE_PROMPT_VERSION = "tempviz-whole-prompt/1"
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    """A k-shot exemplar of the whole-prompt judge: an image with its prompt and verdict."""
+
+    prompt: str
+    cue: str  # the temporal cue named by the simple question
+    answer: str  # yes or no
+    analysis: str
+    image_url: str
+    category: str  # a TempViz category, or "" for an image from outside TempViz
+
+
+def whole_prompt_text(style: str, prompt: str, cue: str = "", question: str = "") -> str:
+    """The one question: the row's own whole-prompt question (``question``) or the paper's
+    template filled in (simple), or the assessor prompt (instructed)."""
+    if style == "instructed":
+        return PAPER_ASSESSOR.format(prompt=prompt)
+    return question or PAPER_SIMPLE.format(prompt=prompt, cue=cue or "the time in the prompt")
+
+
+def out_of_distribution(exemplars: tuple[Exemplar, ...], category: str,
+                        shots: int) -> tuple[Exemplar, ...]:
+    """The first ``shots`` exemplars, in file order, that are not of the item's category:
+    an item never sees an exemplar of its own category."""
+    chosen = tuple(e for e in exemplars if e.category != category)[:shots]
+    if len(chosen) < shots:
+        raise ValueError(f"{shots} shots asked for but only {len(chosen)} exemplars are "
+                         f"outside the category {category}")
+    return chosen
+
+
+class WholePromptJudge:
+    """The paper's judge: ONE question per image about the whole prompt (subject and time),
+    answered yes/no (simple) or ANALYSIS / RATING: Accept / Not accept (instructed), zero-shot
+    or with out-of-distribution exemplars as earlier turns."""
+
+    def __init__(self, options: JudgeOptions, style: str = "simple",
+                 exemplars: tuple[Exemplar, ...] = (), shots: int = 0) -> None:
+        if style not in STYLES:
+            raise ValueError(f"unknown style {style!r}; use {' or '.join(STYLES)}")
+        if shots and style == "instructed" and any(not e.analysis for e in exemplars):
+            raise ValueError("the instructed style shows each exemplar's analysis: an "
+                             "exemplar has none")
+        self.options = options
+        self.style = style
+        self.exemplars = exemplars
+        self.shots = shots
+        self._asker = TextAsker(options, who="the TempViz judge", key_hint=KEY_HINT)
+        self._parse = parse_instructed if style == "instructed" else parse_simple
+
+    @property
+    def name(self) -> str:
+        return dir_slug(f"{self.options.model}-whole-prompt-{self.style}-{self.shots}shot")
+
+    def _reply(self, exemplar: Exemplar) -> str:
+        if self.style == "instructed":
+            rating = "Accept" if exemplar.answer == "yes" else "Not accept"
+            return f"ANALYSIS: {exemplar.analysis}\nRATING: {rating}"
+        return exemplar.answer
+
+    def messages(self, prompt: Prompt, image_url: str) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        for exemplar in out_of_distribution(self.exemplars, prompt.category, self.shots):
+            text = whole_prompt_text(self.style, exemplar.prompt, exemplar.cue)
+            messages += [{"role": "user", "content": [
+                {"type": "text", "text": text},
+                {"type": "image_url", "image_url": {"url": exemplar.image_url}}]},
+                {"role": "assistant", "content": self._reply(exemplar)}]
+        text = whole_prompt_text(self.style, prompt.prompt, question=prompt.questions["q3"])
+        messages.append({"role": "user", "content": [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": image_url}}]})
+        return messages
+
+    def answer(self, prompt: Prompt, image_url: str) -> tuple[Answer, float]:
+        """The one answer and its cost in USD; JudgeError when none could be had."""
+        answer, tokens_in, tokens_out = self._asker.ask_text(
+            self.messages(prompt, image_url), self._parse)
+        return answer, cost_usd(self._asker.price, tokens_in, tokens_out)

@@ -2,7 +2,8 @@
 
 With ``--imagetime-suite=tempviz --imagetime-tempviz-data=DIR`` and one or more
 ``--imagetime-model``, every row of ``DIR/<Category>.csv`` becomes one item per model (see
-``session.py``, imported only then).
+``session.py``, imported only then). Its items run on the engine the ImageTime suite runs
+on (``engine/pipeline.py``, through ``runner.TempvizSuite``).
 """
 
 from __future__ import annotations

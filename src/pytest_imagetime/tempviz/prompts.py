@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cases.inventory import slug
-from ..cases.loading import Case, Setup
+from ..cases.model import Case, Setup
 from ..rubric.facts import Applicability
 from .options import CATEGORIES
 

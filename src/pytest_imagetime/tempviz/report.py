@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 
 from .. import __version__
-from ..store.run_dir import atomic_write_bytes, atomic_write_json
+from ..store.atomic import atomic_write_bytes, atomic_write_json
 from .options import CATEGORIES
 from .prompts import QUESTIONS
 from .record import TempvizRecord

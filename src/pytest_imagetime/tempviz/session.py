@@ -9,7 +9,6 @@ only the controller writes reports.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +19,10 @@ import pytest
 from ..backends.registry import Registry, UnknownBackend
 from ..cases.inventory import slug
 from ..engine.item_error import ItemError
-from ..engine.pipeline import CostBudget
+from ..engine.pipeline import CostBudget, Job, Pipeline, model_concurrency
 from ..engine.runner import now
 from ..models.base import ImageModel
-from ..plugin.failure_text import PlainFailures, report_text
+from ..plugin.failure_text import PlainFailures, last_line, report_text
 from ..plugin.markers import Markers
 from ..plugin.options import Options, for_session, option_path
 from ..plugin.registered_models import session_models
@@ -32,7 +31,6 @@ from ..report.pytest_junit import PytestJunit, pytest_junit_of
 from ..sheet.prompts import SHEET
 from .examples import Examples, ExamplesError, load_examples
 from .judge import TempvizJudge
-from .lookahead import Lookahead
 from .options import CATEGORIES, STYLES
 from .prompts import (
     KNOWN_DIFFICULTIES,
@@ -46,9 +44,18 @@ from .prompts import (
 )
 from .record import TempvizRecord
 from .report import build_report, summary_lines, write_answers, write_report
-from .runner import Outcome, TempvizRun, run_item, run_paths, stored_outcome_exists
+from .runner import (
+    DrawnImage,
+    Outcome,
+    StoredImage,
+    TempvizRun,
+    TempvizSuite,
+    run_paths,
+    stored_outcome_exists,
+)
 
 PLUGIN_NAME = "imagetime-tempviz-session"
+PromptJob = Job[TempvizRun, Prompt, TempvizRecord]
 session_key = pytest.StashKey["TempvizSession"]()
 
 
@@ -114,7 +121,7 @@ def _unsupported(options: Options) -> list[str]:
     return [name for name, used in given.items() if used]
 
 
-def _judge(options: Options, settings: Settings) -> TempvizJudge:
+def _create_tempviz_judge(options: Options, settings: Settings) -> TempvizJudge:
     name, _, model = options.judge.partition(":")
     if name != "vlm":
         raise pytest.UsageError(f"--imagetime-judge={options.judge}: the TempViz suite asks "
@@ -154,6 +161,9 @@ def start(config: pytest.Config, options: Options) -> None:
         except UnwritablePath as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[session_key] = session
+    if not _is_xdist_worker(config):  # reports are the controller's, as pytest's LogXML
+        config.pluginmanager.register(TempvizReporter(session), "imagetime-tempviz-reporter")
+    # After the reporter: its session end (closing the pipeline) then comes first.
     config.pluginmanager.register(session, PLUGIN_NAME)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No paths given: a TempViz run collects the tables and nothing else.
@@ -175,7 +185,7 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _model(spec: str, options: Options, models: Registry) -> ImageModel:
+def _create_model(spec: str, options: Options, models: Registry) -> ImageModel:
     try:
         model: ImageModel = models.create(spec, options=options.model_options)
     except (UnknownBackend, ValueError, ImportError) as exc:
@@ -184,41 +194,39 @@ def _model(spec: str, options: Options, models: Registry) -> ImageModel:
 
 
 class TempvizSession:
-    """Run state of one pytest process: backends, the look-ahead, and on the controller the
-    results."""
+    """Run state of one pytest process: backends, the engine's pipeline, collection."""
 
     def __init__(self, config: pytest.Config, options: Options, settings: Settings) -> None:
         self.config = config
         self.options = options
         self.settings = settings
-        self.judge = _judge(options, settings)
+        self.judge = _create_tempviz_judge(options, settings)
         workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
         if options.max_cost is not None and not self.judge.priced:
             raise pytest.UsageError(
                 f"--imagetime-max-cost needs the judge's price, and none is known for "
                 f"{self.judge.model!r}: give --imagetime-judge-price=IN,OUT (USD per 1M "
                 "tokens)")
-        budget = CostBudget(None if options.max_cost is None else options.max_cost / workers)
+        budget = None if options.max_cost is None else options.max_cost / workers
         self.runs: dict[str, TempvizRun] = {}
         for spec in options.models:
-            model = _model(spec, options, session_models(config))
+            model = _create_model(spec, options, session_models(config))
             self.runs[spec] = TempvizRun(
                 model=model, judge=self.judge,
                 paths=run_paths(options.out, model.name, self.judge.name), size=options.size,
-                seed=options.seed, regenerate=options.regenerate, rejudge=options.rejudge,
-                budget=budget)
+                seed=options.seed, regenerate=options.regenerate, rejudge=options.rejudge)
         self.junit = options.junit
         if _raw(config, "junit") is None and not config.getoption("xmlpath", None):
             # Not the ImageTime suite's file: both suites may share an output directory.
             # With pytest's --junitxml that is the one JUnit file, as for ImageTime.
             self.junit = options.out / "tempviz-junit.xml"
-        self.lookahead: Lookahead[Outcome] = Lookahead(options.judge_options.concurrency)
-        self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
+        concurrency = options.judge_options.concurrency
+        drawing = max((model_concurrency(run) for run in self.runs.values()), default=1)
+        self.pipeline: Pipeline[TempvizRun, Prompt, TempvizRecord, StoredImage, DrawnImage,
+                                Outcome] = Pipeline(
+            TempvizSuite(), concurrency=concurrency, lookahead=max(2 * concurrency, 2 * drawing),
+            budget=CostBudget(budget), generation_concurrency=drawing)
         self.markers = Markers(config)
-        self._outcomes: dict[str, tuple[str, str]] = {}
-        self.records: dict[str, list[TempvizRecord]] = {}
-        self.messages: dict[str, str] = {}
-        self.reports: list[tuple[Path, dict[str, Any]]] = []
 
     # ------------------------------------------------------------ collection
 
@@ -262,13 +270,13 @@ class TempvizSession:
     def plan_from(self, first: TempvizItem) -> None:
         """Start working ahead on this process's items, from ``first`` on, in order.
         A worker under xdist does not know its items ahead: it runs each in turn."""
-        if self.lookahead.planned or _is_xdist_worker(self.config):
+        if self.pipeline.planned or _is_xdist_worker(self.config):
             return
         items = [i for i in first.session.items if isinstance(i, TempvizItem)]
         start = items.index(first)
-        self.lookahead.plan([(i.nodeid, i.job) for i in items[start:]])
+        self.pipeline.plan([i.job for i in items[start:]])
 
-    # ------------------------------------------------------------ results (controller)
+    # ------------------------------------------------------------ running
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item,
@@ -280,14 +288,31 @@ class TempvizSession:
             report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
         return report
 
+    # Before the reporter's: the pipeline stops before the reports are written.
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.pipeline.close()
+
+
+class TempvizReporter:
+    """The controller's records of the TempViz items, and the reports written from them."""
+
+    def __init__(self, session: TempvizSession) -> None:
+        self.session = session
+        self.config = session.config
+        self.options = session.options
+        self._pytest_junit: PytestJunit | None = None  # known once every plugin is configured
+        self._outcomes: dict[str, tuple[str, str]] = {}
+        self.records: dict[str, list[TempvizRecord]] = {}
+        self.messages: dict[str, str] = {}
+        self.reports: list[tuple[Path, dict[str, Any]]] = []
+
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._pytest_junit = pytest_junit_of(self.config)
 
     # First: pytest's own JUnit file takes a case's properties from its teardown report.
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if _is_xdist_worker(self.config):
-            return
         if report.when == "setup" and report.failed:
             self._outcomes[report.nodeid] = ("error", report_text(report))
         elif report.when == "call":
@@ -303,7 +328,7 @@ class TempvizSession:
             return  # skipped, or not a TempViz item
         status, text = outcome
         if status == "error":
-            record = record.with_status("error", record.error or _last_line(text)
+            record = record.with_status("error", record.error or last_line(text)
                                         or "setup failed")
         else:
             record = record.with_status(status)
@@ -318,11 +343,8 @@ class TempvizSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.lookahead.close()
-        if _is_xdist_worker(self.config):
-            return
         created = now()
-        for run in self.runs.values():
+        for run in self.session.runs.values():
             records = self.records.get(str(run.paths.run_dir))
             if not records:
                 continue
@@ -335,22 +357,22 @@ class TempvizSession:
 
             write_html([r for _, r in self.reports], self.options.html)
         all_records = [r for rs in self.records.values() for r in rs]
-        if self.junit is not None and all_records:
+        if self.session.junit is not None and all_records:
             from ..report.pytest_junit import junit_family
             from .junit import write_junit
 
-            write_junit(self.junit, all_records, self.messages,
+            write_junit(self.session.junit, all_records, self.messages,
                         case_properties=junit_family(self.config) == "xunit1",
                         root=self.config.invocation_params.dir)
 
     def _manifest(self, run: TempvizRun) -> dict[str, Any]:
-        examples = self.settings.examples
+        examples = self.session.settings.examples
         return {
             "suite": "tempviz",
             "model": {"spec": run.model.name, "config": dict(run.model.config())},
             "judge": {"name": run.judge.name, "style": run.judge.style,
                       "shots": run.judge.shots, "config": dict(run.judge.config())},
-            "size": run.size, "seed": run.seed, "data_dir": str(self.settings.data_dir),
+            "size": run.size, "seed": run.seed, "data_dir": str(self.session.settings.data_dir),
             "run_dir": str(run.paths.run_dir), "questions": dict(QUESTION_NAMES),
             "examples": None if examples is None else {
                 "path": str(examples.path), "sha256": examples.sha256,
@@ -359,7 +381,7 @@ class TempvizSession:
         }
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if _is_xdist_worker(self.config) or not self.reports:
+        if not self.reports:
             return
         tr = terminalreporter
         tr.write_sep("=", "TempViz summary (accuracy: share of yes)")
@@ -368,15 +390,12 @@ class TempvizSession:
         for path, _ in self.reports:
             tr.write_line(f"report: {path}")
             tr.write_line(f"answers: {path.parent / 'answers.csv'}")
-        if self.junit is not None:
-            tr.write_line(f"junit: {self.junit}")
+        if self.session.junit is not None:
+            tr.write_line(f"junit: {self.session.junit}")
         if self.options.html is not None:
             tr.write_line(f"html: {self.options.html / 'index.html'}")
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
 
 
 class TempvizFile(PlainFailures, pytest.File):
@@ -406,7 +425,7 @@ class TempvizItem(PlainFailures, pytest.Item):
         self.prompt = prompt
         self.run = run
         self.outcome: Outcome | None = None
-        self.job = functools.partial(run_item, run, prompt)
+        self.job: PromptJob = Job(self.nodeid, run, prompt, run.base_record(prompt))
         # Prompt categories and difficulties come from the data.
         self.config.stash[session_key].markers.add(
             self, prompt.markers(), lambda name: f"TempViz items ({name[8:]})")
@@ -414,14 +433,16 @@ class TempvizItem(PlainFailures, pytest.Item):
     def setup(self) -> None:
         session: TempvizSession = self.config.stash[session_key]
         session.plan_from(self)
-        base = self.run.base_record(self.prompt)
+        base = self.job.base
         self.user_properties.extend(base.to_properties())
         try:
-            self.outcome = session.lookahead.result(self.nodeid, self.job)
+            result = session.pipeline.outcome(self.job)
         except ItemError as exc:
             self._set_record(base.with_status("error", str(exc)))
             raise
-        self._set_record(self.outcome.record)
+        assert isinstance(result, Outcome)  # every TempViz item is judged
+        self.outcome = result
+        self._set_record(result.record)
 
     def _set_record(self, record: TempvizRecord) -> None:
         kept = [(k, v) for k, v in self.user_properties if not k.startswith("tempviz.")]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,13 +67,9 @@ def _number(value: str) -> float:
     return number
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def group_entry(pairs: Sequence[Pair], missing: int, typing: Typing) -> dict[str, Any]:
     values = statistics(pairs, typing)
-    return {"n": len(pairs), "missing": missing, **{k: _finite(v) for k, v in values.items()}}
+    return {"n": len(pairs), "missing": missing, **{k: stats.finite(v) for k, v in values.items()}}
 
 
 def agreement(joined: Joined, typing: Typing, keys: Sequence[str],

@@ -166,3 +166,8 @@ def mae(x: Sequence[float], y: Sequence[float]) -> float:
     if n == 0:
         return NAN
     return float(np.abs(_floats(x) - _floats(y)).mean())
+
+
+def finite(value: float) -> float | None:
+    """The statistic as a report shows it: None (JSON null, printed "n/a") when undefined."""
+    return value if math.isfinite(value) else None

@@ -10,7 +10,7 @@ similarity lies in [-1, 1]; identical texts give 1.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from PIL import Image
 from .loading import batches, from_pretrained, libraries, resolve_device
 from .prompts import strip_imperative
 
-DEFAULT_CAPTIONER = "Salesforce/blip-image-captioning-large"
+DEFAULT_CAPTIONER = "Salesforce/blip-image-captioning-base"  # the TempViz paper's
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 CAPTION_TOKENS = 30  # BLIP captions are one short sentence; this bounds a runaway decode
 EMBED_TOKENS = 256  # sentence-transformers' cut for all-MiniLM-L6-v2
@@ -107,16 +107,19 @@ class Captioner:
 class CaptionResult:
     score: float  # cosine similarity in [-1, 1]
     caption: str
-    text: str  # the prompt without its imperative prefix
+    text: str  # the prompt as compared (see --strip)
 
 
 class CaptionSimilarityScorer:
-    """Caption similarity with one captioner and one embedder, each loaded once."""
+    """Caption similarity with one captioner and one embedder, each loaded once; ``strip``
+    turns a prompt into the text compared with the caption."""
 
     def __init__(self, captioner: str = DEFAULT_CAPTIONER, embedder: str = DEFAULT_EMBEDDER,
-                 device: str | None = None, batch_size: int = DEFAULT_BATCH) -> None:
+                 device: str | None = None, batch_size: int = DEFAULT_BATCH,
+                 strip: Callable[[str], str] = strip_imperative) -> None:
         self.captioner = Captioner(captioner, device, batch_size)
         self.embedder = SentenceEmbedder(embedder, device)
+        self.strip = strip
 
     def score(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[CaptionResult]:
         if len(images) != len(prompts):
@@ -124,7 +127,7 @@ class CaptionSimilarityScorer:
         if not images:
             return []
         captions = self.captioner.captions(images)
-        texts = [strip_imperative(p) for p in prompts]
+        texts = [self.strip(p) for p in prompts]
         caption_rows = self.embedder.embed(captions)
         text_rows = self.embedder.embed(texts)
         return [CaptionResult(_cosine(c, t), caption, text)

@@ -3,8 +3,10 @@
     CLIPScore(image, text) = w * max(cos(E_image, E_text), 0),   w = 2.5
 
 with E the projected embeddings of the CLIP model. The score lies in [0, w]; the raw cosine
-(in [-1, 1]) is kept beside it. The text is scored as given: the reference implementation's
-"A photo depicts" prefix, meant for captions, is not added to prompts.
+(in [-1, 1]) is kept beside it: the TempViz paper correlates the cosine, and the clipping at 0
+could change a correlation. The text is scored as the caller gives it (the command strips the
+imperative first, see ``--strip``): the reference implementation's "A photo depicts" prefix,
+meant for captions, is not added to prompts.
 
 CLIP's text encoder reads at most 77 tokens (its position table); longer texts are cut to their
 first 77 tokens, so for a long prompt the score reflects its opening only.
@@ -20,7 +22,7 @@ from PIL import Image
 
 from .loading import batches, features, from_pretrained, libraries, resolve_device
 
-DEFAULT_CLIP = "openai/clip-vit-large-patch14"
+DEFAULT_CLIP = "laion/CLIP-ViT-bigG-14-laion2B-39B-b160k"  # the TempViz paper's
 CLIPSCORE_WEIGHT = 2.5
 DEFAULT_BATCH = 16
 

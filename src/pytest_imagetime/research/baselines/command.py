@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from .loading import BaselineError, batches
+from .prompts import DEFAULT_STRIP, STRIPS
 
 if TYPE_CHECKING:
-    from ...cases.loading import Case
+    from ...cases.model import Case
     from .items import ImageItem
 
 COLUMNS = {"clipscore": ("model", "case_id", "score", "cosine"),
@@ -52,28 +53,30 @@ def _clipscore(args: argparse.Namespace) -> tuple[ScoreChunk, Callable[[Sequence
     from .clipscore import ClipScorer
 
     scorer = ClipScorer(args.model, args.device, args.batch_size)
+    strip = STRIPS[args.strip]
 
     def score(images: Sequence[Image.Image], prompts: Sequence[str]) -> Rows:
         return [{"score": _number(r.score), "cosine": _number(r.cosine)}
-                for r in scorer.score(images, prompts)]
+                for r in scorer.score(images, [strip(p) for p in prompts])]
 
     def truncated(prompts: Sequence[str]) -> int:
-        return sum(scorer.is_truncated(p) for p in dict.fromkeys(prompts))
+        return sum(scorer.is_truncated(t) for t in dict.fromkeys(strip(p) for p in prompts))
     return score, truncated
 
 
 def _caption(args: argparse.Namespace) -> tuple[ScoreChunk, Callable[[Sequence[str]], int]]:
     from .caption_similarity import CaptionSimilarityScorer
-    from .prompts import strip_imperative
 
-    scorer = CaptionSimilarityScorer(args.captioner, args.embedder, args.device, args.batch_size)
+    strip = STRIPS[args.strip]
+    scorer = CaptionSimilarityScorer(args.captioner, args.embedder, args.device, args.batch_size,
+                                     strip)
 
     def score(images: Sequence[Image.Image], prompts: Sequence[str]) -> Rows:
         return [{"score": _number(r.score), "caption": r.caption, "text": r.text}
                 for r in scorer.score(images, prompts)]
 
     def truncated(prompts: Sequence[str]) -> int:
-        texts = dict.fromkeys(strip_imperative(p) for p in prompts)
+        texts = dict.fromkeys(strip(p) for p in prompts)
         return sum(scorer.embedder.is_truncated(t) for t in texts)
     return score, truncated
 
@@ -179,6 +182,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         "(default: print it).")
     parser.add_argument("--json", action="store_true", help="Print the rows and their mean "
                         "as JSON.")
+    parser.add_argument("--strip", choices=tuple(STRIPS), default=DEFAULT_STRIP,
+                        help="What is removed from the start of a prompt before it is "
+                        "compared: imperative (the TempViz paper: 'Create', 'Give me', ...; "
+                        "default), imperative-and-medium (also 'a photorealistic image of') "
+                        "or none.")
 
 
 def add_parser(sub: Any) -> None:

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import Case
-from ...store.run_dir import read_json, with_setting
+from ...cases.model import Case
+from ...store.atomic import read_json
+from ...store.paths import with_setting
 from ..agreement.tables import TableError, read_table
 from ..labels.runs import RunError, run_dirs
 from .loading import BaselineError

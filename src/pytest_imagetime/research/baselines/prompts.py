@@ -13,6 +13,11 @@ Two parts are removed, both only at the start:
    photo, photograph, illustration, rendering, render, drawing or painting, then "of",
    "showing" or "depicting".
 
+The TempViz paper strips "the imperative" only (its templates' verbs: Give me, Produce,
+Generate, Create); ``strip_order`` does that and is the default of ``imagetime baseline``
+(``--strip imperative``); ``strip_imperative`` also drops the medium phrase
+(``--strip imperative-and-medium``).
+
 "Produce a work of art ..." and "Create a realistic map of europe in 1914" keep "a work of
 art ..." and "a realistic map of ...": those say what is shown, not the medium. A prompt that
 opens with neither part is kept as it is, and so is one that would be left empty.
@@ -21,6 +26,7 @@ opens with neither part is kept as it is, and so is one that would be left empty
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
 VERBS = ("create", "generate", "produce", "make", "draw", "render", "paint", "depict", "design",
          "illustrate", "sketch", "imagine", r"give\s+me", r"show(?:\s+me)?")
@@ -45,3 +51,25 @@ def strip_imperative(prompt: str) -> str:
     if medium is not None:
         rest = rest[medium.end():]
     return rest.strip() or prompt.strip()
+
+
+def strip_order(prompt: str) -> str:
+    """``prompt`` without a leading imperative only: "Create a photorealistic image of X"
+    becomes "a photorealistic image of X"."""
+    order = IMPERATIVE.match(prompt)
+    if order is None:
+        return prompt.strip()
+    return prompt[order.end():].strip() or prompt.strip()
+
+
+def keep_prompt(prompt: str) -> str:
+    return prompt.strip()
+
+
+# What ``--strip`` removes from the start of a prompt before it is compared.
+STRIPS: Mapping[str, Callable[[str], str]] = {
+    "imperative": strip_order,  # the paper's setting
+    "imperative-and-medium": strip_imperative,
+    "none": keep_prompt,
+}
+DEFAULT_STRIP = "imperative"

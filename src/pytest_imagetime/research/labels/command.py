@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .columns import FORMATS
 
 if TYPE_CHECKING:
-    from ...cases.loading import Case
+    from ...cases.model import Case
 
 SHOWN_PROBLEMS = 20
 

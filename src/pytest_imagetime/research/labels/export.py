@@ -20,12 +20,18 @@ from pathlib import Path
 
 from PIL import Image
 
-from ...cases.loading import Case, Predicate
+from ...cases.model import Case, Predicate
 from ...rubric.facts import C_DIMS, DIM_FOCUS, SCORE_MAX, SCORE_MIN, Setting, nullable_dims
 from .columns import NOT_ASKED, PREDICATE_ANSWERS, SHEET_ANSWERS, wide_columns, write_csv
 from .runs import RunError, RunItem
 from .sample import stratified_sample
 
+INTRO = (
+    " <p>Each item is one image that should hold four moments of one process as a 2x2 grid,"
+    " read\n left to right, top to bottom. Answer from the image alone: do not look at any"
+    " judge's scores\n or at another annotator's answers. Answer \"unsure\" when the image"
+    " does not show enough to tell.\n Answers are kept in this browser as you go; when you"
+    " are done, press <b>Download CSV</b>\n and send the file back.</p>")
 STAGE_NAMES = {"t1": "panel 1 (t1)", "t2": "panel 2 (t2)", "t3": "panel 3 (t3)",
                "t4": "panel 4 (t4)", "all": "all panels"}
 
@@ -143,19 +149,24 @@ def _script_json(data: object) -> str:
     return json.dumps(data, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def form_html(items: Sequence[FormItem], annotator: str, key: str) -> str:
+def fill_form(parts: dict[str, str]) -> str:
+    """The form page with its placeholders ({{TITLE}}, {{ITEMS}}, ...) filled in."""
     template = resources.files("pytest_imagetime.research.labels").joinpath("form.html").read_text(
         encoding="utf-8")
+    # One pass: text put in by one placeholder is never read for another.
+    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: parts[m.group(1)], template)
+
+
+def form_html(items: Sequence[FormItem], annotator: str, key: str) -> str:
     columns = wide_columns(p.id for i in items for p in i.predicates)
     meta = {"key": key, "columns": columns, "not_asked": NOT_ASKED,
             "items": [{"item": i.number, "model": i.model, "case_id": i.case_id,
                        "domain": i.domain, "predicates": [p.id for p in i.predicates],
                        "dims": list(i.dims)} for i in items]}
-    parts = {"ANNOTATOR": escape(annotator), "COUNT": str(len(items)),
-             "META": _script_json(meta),
-             "ITEMS": "".join(_item_html(i, len(items)) for i in items)}
-    # One pass: text put in by one placeholder is never read for another.
-    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: parts[m.group(1)], template)
+    return fill_form({"TITLE": "ImageTime labelling form", "HEADING": "ImageTime labels",
+                      "INTRO": INTRO, "ANNOTATOR": escape(annotator), "COUNT": str(len(items)),
+                      "META": _script_json(meta),
+                      "ITEMS": "".join(_item_html(i, len(items)) for i in items)})
 
 
 def storage_key(items: Sequence[FormItem], seed: int, annotator: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...cases.loading import Case
+from ...cases.model import Case
 from ...rubric.facts import C_DIMS
 from ..agreement.tables import TableError, read_table
 from .columns import HEAD, NOT_ASKED, PREDICATE_ANSWERS, SHEET_ANSWERS, TAIL, answer, rating

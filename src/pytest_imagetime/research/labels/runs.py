@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import Case, CaseFileError, case_files, load_case_file
-from ...store.run_dir import read_json, with_setting
+from ...cases.loading import case_files, load_case_file
+from ...cases.model import Case, CaseFileError
+from ...store.atomic import read_json
+from ...store.paths import with_setting
 
 
 class RunError(ValueError):

@@ -1,4 +1,4 @@
-"""The ``imagetime probe-order`` and ``imagetime judges-agree`` subcommands."""
+"""The ``imagetime probe-order`` subcommand."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import Case, CaseFileError, builtin_cases_dir, case_files, load_case_file
 from ...judges.base import JudgeOptions
-from ...store.run_dir import atomic_write_json
+from ...store.atomic import atomic_write_json
+from ..cases import command_cases
 
 DEFAULT_OUT = "order-probe.json"
 
@@ -56,16 +56,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def load_cases(paths: list[str] | None) -> dict[str, Case]:
-    """Cases by id from files or folders (default: the packaged cases); CaseFileError when a
-    file has errors."""
-    roots = [Path(p) for p in paths] if paths else [builtin_cases_dir()]
-    missing = [str(p) for p in roots if not p.exists()]
-    if missing:
-        raise FileNotFoundError(f"no such file or directory: {', '.join(missing)}")
-    return {c.id: c for f in case_files(roots) for c in load_case_file(f)}
-
-
 # Where the order probe's endpoint settings are, for a failing endpoint's message.
 PROBE_HINTS = {"base_url_option": "--base-url", "key_option": "--key-env",
                "model_option": "--judge-model", "timeout_option": "--timeout",
@@ -79,14 +69,13 @@ def _fail(command: str, message: object) -> int:
 
 def probe_order(args: argparse.Namespace) -> int:
     from ...backends.openai_client import safe_url
-    from .ask import JsonAsker
+    from ...judges.ask import JsonAsker
     from .order import ProbeSettings, load_run, model_dirs, probe_runs
     from .order_report import build_report, report_lines, validate_report
 
-    try:
-        cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFileError) as exc:
-        return _fail("probe-order", exc)
+    cases = command_cases("probe-order", args.cases)
+    if cases is None:
+        return 2
     dirs = model_dirs(Path(p) for p in args.runs)
     if not dirs:
         return _fail("probe-order", f"no stored sheets (an images/ folder) under "
@@ -129,31 +118,8 @@ def probe_order(args: argparse.Namespace) -> int:
     return 1 if report["judge_fitness"]["status"] == "unfit" else 0
 
 
-def judges_agree(args: argparse.Namespace) -> int:
-    from .agreement import agreement_lines
-    from .agreement import judges_agree as compare
-
-    try:
-        cases = load_cases(args.cases)
-    except (FileNotFoundError, CaseFileError) as exc:
-        return _fail("judges-agree", exc)
-    run = Path(args.run)
-    if (run / "judgments").is_dir():  # a judge's run directory: its model directory holds both
-        run = run.parent
-    result: dict[str, Any] = compare(run, args.a, args.b, cases)
-    if not result["overall"]["sheets"]:
-        return _fail("judges-agree", f"no sheet of {run} was judged by both {args.a} and "
-                                     f"{args.b} (looked in {run}/<judge>/judgments)")
-    if args.json:
-        print(json.dumps(result, indent=1))
-    else:
-        for line in agreement_lines(result):
-            print(line)
-    return 0
-
-
-def add_commands(sub: Any) -> None:
-    """Register both subcommands on the ``imagetime`` parser's subparsers."""
+def add_parser(sub: Any) -> None:
+    """Register ``probe-order`` on the ``imagetime`` parser's subparsers."""
     defaults = JudgeOptions()
     probe = sub.add_parser("probe-order", help="Ask a judge to order the panels of stored "
                            "sheets (pairs both ways, four shuffled): judge fitness and "
@@ -190,14 +156,3 @@ def add_commands(sub: Any) -> None:
     probe.add_argument("-o", "--out", default=DEFAULT_OUT,
                        help=f"JSON report to write (default: {DEFAULT_OUT}).")
     probe.set_defaults(func=probe_order, writes=("out", "file"))
-    agree = sub.add_parser("judges-agree", help="Agreement of two judges' stored judgments "
-                           "of the same sheets: verdicts, and C0/D8/D9/D13 "
-                           "(docs/question-chain.md).")
-    agree.add_argument("run", help="Model run directory holding both judges' folders "
-                       "(e.g. reports/procedural).")
-    agree.add_argument("--a", default="vlm", help="First judge (default: vlm).")
-    agree.add_argument("--b", default="vlm-chain", help="Second judge (default: vlm-chain).")
-    agree.add_argument("--cases", action="append", help="Case files or folders, for domains "
-                       "(default: the packaged cases); repeatable.")
-    agree.add_argument("--json", action="store_true", help="Print JSON.")
-    agree.set_defaults(func=judges_agree)

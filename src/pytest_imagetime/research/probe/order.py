@@ -22,11 +22,13 @@ from typing import Any
 from PIL import Image
 
 from ... import __version__
-from ...cases.loading import Case
+from ...cases.model import Case
+from ...judges.ask import JsonAsker
 from ...judges.vlm import image_data_url
 from ...rubric.judgment import JudgeError
-from ...store.run_dir import atomic_write_json, input_key, read_json, sha256_bytes, with_setting
-from .ask import JsonAsker
+from ...store.atomic import atomic_write_json, read_json
+from ...store.keys import input_key, sha256_bytes
+from ...store.paths import with_setting
 from .images import grid_image, pair_image, panels
 from .order_metrics import ranks_from_labels
 

@@ -21,7 +21,7 @@ from typing import Any
 import jsonschema
 
 from ... import __version__
-from ...store.run_dir import read_json
+from ...store.atomic import read_json
 from .order import PROBE_VERSION, Outcome, ProbedRun, ProbeSettings
 from .order_metrics import OrderAnswer, PairAnswer, order_metrics, pair_metrics
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..cases.loading import Case
-from ..engine.runner import ItemOutcome
-from .facts import GATE_C0_MIN, LEVEL_KEYS
+from ..cases.model import Case
+from ..rubric.facts import GATE_C0_MIN, LEVEL_KEYS
+from .runner import ItemOutcome
 
 
 def unmet_conditions(case: Case, outcome: ItemOutcome, pass_threshold: float) -> list[str]:

@@ -19,17 +19,17 @@ from typing import Any
 
 import jsonschema
 
-from ...backends.openai_client import NO_CALLS, Endpoint, base_url_of, safe_url
-from ...backends.prices import Price, known_cost, price_for
-from ...judges.base import JudgeOptions
-from ...judges.vlm import (
+from ..backends.openai_client import NO_CALLS, Endpoint, base_url_of, safe_url
+from ..backends.prices import Price, known_cost, price_for
+from ..rubric.judgment import JudgeError
+from .base import JudgeOptions
+from .vlm import (
     InvalidAnswer,
     _openai,
     endpoint_for,
     message_content,
     usage_tokens,
 )
-from ...rubric.judgment import JudgeError
 
 JSON = Any
 # Checks an answer beyond its schema (ids all present, labels once each); returns a problem.

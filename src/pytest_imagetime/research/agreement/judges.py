@@ -1,4 +1,4 @@
-"""How often two judges agree on the same stored sheets (``imagetime judges-agree``).
+"""``imagetime judges-agree``: how often two judges agree on the same stored sheets.
 
 Both judges' judgments are read from one model directory (``<out>/<model>/<judge>/
 judgments``) and paired by case only when they judged the same image bytes. Per domain and
@@ -9,17 +9,21 @@ Spearman's rho of the scores both judges gave. Undefined statistics are null.
 
 from __future__ import annotations
 
-import math
+import argparse
+import json
+import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...cases.loading import Case
+from ...cases.model import Case
 from ...rubric.judgment import Judgment
-from ...store.run_dir import dir_slug, read_json
-from ..agreement.stats import accuracy, cohen_kappa, mae, spearman
+from ...store.atomic import read_json
+from ...store.paths import dir_slug
+from ..cases import command_cases
+from .stats import accuracy, cohen_kappa, finite, mae, spearman
 
 DIMS = ("C0", "D8", "D9", "D13")
 PREDICATE = {True: "holds", False: "fails", None: "unclear"}
@@ -66,7 +70,8 @@ def pair_judgments(model_dir: Path, judge_a: str, judge_b: str,
 
 
 def _plain(value: float) -> float | None:
-    return None if math.isnan(value) else round(value, 4)
+    shown = finite(value)
+    return None if shown is None else round(shown, 4)
 
 
 def _verdicts(pairs: Sequence[Pair], field: str,
@@ -133,3 +138,40 @@ def agreement_lines(result: Mapping[str, Any]) -> list[str]:
                         f"{_cell(m['dims'][d]['spearman'], '.2f'):>8}" for d in dims)
         lines.append(line)
     return lines
+
+
+# ---------------------------------------------------------------- the command
+
+
+def run(args: argparse.Namespace) -> int:
+    cases = command_cases("judges-agree", args.cases)
+    if cases is None:
+        return 2
+    model_dir = Path(args.run)
+    if (model_dir / "judgments").is_dir():  # a judge's run directory: its parent holds both
+        model_dir = model_dir.parent
+    result = judges_agree(model_dir, args.a, args.b, cases)
+    if not result["overall"]["sheets"]:
+        print(f"imagetime judges-agree: no sheet of {model_dir} was judged by both {args.a} "
+              f"and {args.b} (looked in {model_dir}/<judge>/judgments)", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        for line in agreement_lines(result):
+            print(line)
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    agree = sub.add_parser("judges-agree", help="Agreement of two judges' stored judgments "
+                           "of the same sheets: verdicts, and C0/D8/D9/D13 "
+                           "(docs/question-chain.md).")
+    agree.add_argument("run", help="Model run directory holding both judges' folders "
+                       "(e.g. reports/procedural).")
+    agree.add_argument("--a", default="vlm", help="First judge (default: vlm).")
+    agree.add_argument("--b", default="vlm-chain", help="Second judge (default: vlm-chain).")
+    agree.add_argument("--cases", action="append", help="Case files or folders, for domains "
+                       "(default: the packaged cases); repeatable.")
+    agree.add_argument("--json", action="store_true", help="Print JSON.")
+    agree.set_defaults(func=run)
