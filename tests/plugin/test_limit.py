@@ -83,3 +83,19 @@ def test_a_bad_limit_is_refused(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--imagetime-limit=0: give a number of cases, an integer "
                                  "of 1 or more*"])
+
+
+def test_the_shards_of_a_limited_run_merge_into_a_limited_report(
+        pytester: pytest.Pytester) -> None:
+    from pytest_imagetime.cli import main
+
+    for k in (1, 2):
+        pytester.runpytest("--imagetime-limit=22", f"--imagetime-shard={k}/2",
+                           f"--imagetime-out=shard-{k}", *RUN)
+    assert main(["merge", str(pytester.path / "shard-1"), str(pytester.path / "shard-2"),
+                 "-o", str(pytester.path / "all"), "--partial"]) == 0
+    (path,) = (pytester.path / "all").rglob("report.json")
+    report = json.loads(path.read_text())
+    validate_report(report)
+    assert report["limit"] == 22 and len(report["items"]) == 22
+    assert len({i["domain"] for i in report["items"]}) == 22
