@@ -233,3 +233,33 @@ def test_a_sheet_that_cannot_be_stored_is_an_item_error(tmp_path: Path) -> None:
     (spec.paths.model_dir / "images").write_text("a file where the images folder goes")
     with pytest.raises(ItemError, match=rf"cannot store the sheet of {case.id} in "):
         generate_sheet(spec, case)
+
+
+def test_a_non_square_sheet_is_recorded_counted_and_shown(pytester: pytest.Pytester) -> None:
+    """The protocol's sheet is square: another shape is scored, but said so everywhere."""
+    from tests.builders import case_dict, write_case_file
+
+    write_case_file(pytester.path / "k.yaml", [case_dict("kitchen-pour-water-1"),
+                                               case_dict("kitchen-pour-water-2", variant=2)])
+    sheets = pytester.mkdir("sheets")
+    Image.new("RGB", (128, 128), (90, 60, 160)).save(sheets / "kitchen-pour-water-1.png")
+    Image.new("RGB", (192, 128), (90, 60, 160)).save(sheets / "kitchen-pour-water-2.png")
+    result = pytester.runpytest("k.yaml", "--imagetime-model=files:sheets",
+                                "--imagetime-judge=pixel", "--imagetime-html=html")
+    result.assert_outcomes(failed=2)  # flat images: the pixel judge fails them, none errs
+    result.stdout.fnmatch_lines(["*files:sheets*: sheets not square: 1 (the protocol's sheet "
+                                 "is square; their items say square: false in report.json)"])
+    (path,) = (pytester.path / "reports").rglob("report.json")
+    images = path.parent.parent / "images"
+    wide = json.loads((images / "kitchen-pour-water-2.json").read_text())
+    assert (wide["width"], wide["height"], wide["square"]) == (192, 128, False)
+    assert "square" not in json.loads((images / "kitchen-pour-water-1.json").read_text())
+    report = json.loads(path.read_text())
+    from pytest_imagetime.report.json_report import validate_report
+
+    validate_report(report)
+    assert {i["case_id"]: i["square"] for i in report["items"]} == {
+        "kitchen-pour-water-1": True, "kitchen-pour-water-2": False}
+    assert report["coverage"]["non_square"] == 1
+    pages = "".join(p.read_text() for p in (pytester.path / "html").rglob("*.html"))
+    assert pages.count(">not square</span>") == 1

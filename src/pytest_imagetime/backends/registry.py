@@ -1,8 +1,10 @@
 """Backends by name: built-ins plus third-party ones from an entry-point group, what a loaded
 backend must have, and the optional packages a backend needs with the ``pip install`` for them.
 
-A spec is ``NAME`` or ``NAME:ARGUMENT`` (``procedural:copied``, ``files:/data/sheets``).
-Backends are imported only when used, so heavy libraries load only for the runs that need them.
+A spec is ``NAME`` or ``NAME:ARGUMENT`` (``procedural:copied``, ``files:/data/sheets``), or
+``python:MODULE:ATTRIBUTE[:ARGUMENT]`` for a factory in any importable module; a session adds
+the names its conftest.py files register. Backends are imported only when used, so heavy
+libraries load only for the runs that need them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import importlib
 import importlib.util
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -88,6 +90,33 @@ def check_required(backend: object, name: str, kind: str, required: Sequence[str
             f"the {kind} {name!r} ({type(backend).__module__}.{type(backend).__qualname__}) "
             f"has no {', '.join(missing)}; a {kind} needs {', '.join(required)} "
             f"(see {base})")
+PYTHON_FORM = "python:MODULE:ATTRIBUTE[:ARGUMENT]"
+
+
+def python_factory(target: str) -> tuple[Callable[..., Any], str | None]:
+    """The factory and argument of a ``python:MODULE:ATTRIBUTE[:ARGUMENT]`` spec (``target``
+    is what follows ``python:``); a bad one raises ValueError saying what failed."""
+    module_name, _, rest = target.partition(":")
+    attribute, sep, argument = rest.partition(":")
+    module_name, attribute = module_name.strip(), attribute.strip()
+    accepted = (f"the accepted form is {PYTHON_FORM}, MODULE importable from the rootdir or "
+                "sys.path and ATTRIBUTE a class or factory in it")
+    if not module_name or not attribute:
+        raise ValueError(f"no {'module' if not module_name else 'attribute'} given; {accepted}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"module {module_name!r} not found ({exc}); {accepted}") from None
+    except Exception as exc:  # the module itself fails: say how, not a traceback
+        raise ValueError(f"module {module_name!r} failed to import: "
+                         f"{type(exc).__name__}: {exc}; {accepted}") from None
+    obj = getattr(module, attribute, None)
+    if obj is None:
+        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}; {accepted}")
+    if not callable(obj):
+        raise ValueError(f"{module_name}:{attribute} is not callable "
+                         f"({type(obj).__name__}); {accepted}")
+    return obj, argument if sep else None
 
 
 def spec_path(argument: str, base: Path | None) -> Path:
@@ -108,6 +137,16 @@ class Registry:
     # "module:attribute" of a {family name: registered name} table, read only when a name
     # is not registered itself: ``flux`` stands for a documented default preset.
     families: str | None = None
+    # Names a session's conftest.py files and plugins register (pytest_imagetime_register_models)
+    added: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def with_added(self, factories: Mapping[str, Callable[..., Any]]) -> Registry:
+        """This registry plus ``factories`` by name (a built-in name is refused)."""
+        taken = sorted(set(factories) & {*self.builtins, "python"})
+        if taken:
+            raise ValueError(f"{', '.join(taken)}: a built-in {self.kind} has this name; "
+                             "register under another one")
+        return replace(self, added={**self.added, **factories})
 
     def available(self) -> dict[str, str]:
         found = dict(self.builtins)
@@ -118,12 +157,15 @@ class Registry:
     def factory(self, name: str) -> Callable[[str | None], Any]:
         # A built-in wins over an entry point of the same name (see available), so only other
         # names need the scan of every installed distribution's entry points.
+        if name in self.added:
+            return self.added[name]
         target = self.builtins.get(name) or self.available().get(name)
         if target is None:
-            names = ", ".join(sorted({*self.available(), *self.family_table()}))
+            names = ", ".join(sorted({*self.available(), *self.added, *self.family_table()}))
             raise UnknownBackend(f"unknown {self.kind} {name!r}; available: {names} "
                                  f"(third-party {self.kind}s register in the "
-                                 f"{self.group!r} entry-point group)")
+                                 f"{self.group!r} entry-point group, or are named as "
+                                 f"{PYTHON_FORM})")
         factory: Callable[[str | None], Any] = _load(target)
         return factory
 
@@ -136,8 +178,8 @@ class Registry:
 
     def resolve(self, name: str) -> str:
         """The registered name a family name stands for (``flux`` -> ``flux2-dev``); a
-        registered name stands for itself."""
-        if name in self.builtins:
+        registered name, built in or added by the session, stands for itself."""
+        if name in self.builtins or name in self.added:
             return name
         return self.family_table().get(name, name)
 
@@ -147,7 +189,11 @@ class Registry:
         serving several names."""
         name, sep, argument = spec.partition(":")
         name = self.resolve(name.strip())
-        factory = self.factory(name)
+        if name == "python":
+            factory, given = python_factory(argument)
+            sep, argument = ("", "") if given is None else (":", given)
+        else:
+            factory = self.factory(name)
         context = {"name": name, **context}
         try:
             accepted = inspect.signature(factory).parameters
@@ -156,7 +202,15 @@ class Registry:
         takes_all = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
         extra = {k: v for k, v in context.items() if takes_all or k in accepted}
         adapt: Callable[[Any, str], Any] = _load(self.adapter)
-        return adapt(factory(argument if sep else None, **extra), name)
+        if name != "python" and name not in self.added:
+            return adapt(factory(argument if sep else None, **extra), name)
+        try:  # a factory of the session's own: its failure is a usage error, not a traceback
+            built = factory(argument if sep else None, **extra)
+        except Exception as exc:
+            shown = ":".join(spec.split(":")[1:3]) if name == "python" else name
+            raise ValueError(f"the factory {shown} raised "
+                             f"{type(exc).__name__}: {exc}") from None
+        return adapt(built, name)
 
 
 def _load(target: str) -> Any:

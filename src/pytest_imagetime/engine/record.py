@@ -118,6 +118,7 @@ class ItemRecord:
     judged: bool = False  # False when the stored judgment was reused
     tokens_in: int = 0  # the judgment's input tokens, and the part read from the prompt cache
     tokens_cached: int = 0
+    square: bool | None = None  # whether the judged sheet is square; None: no sheet
 
     def to_properties(self) -> list[tuple[str, Scalar]]:
         out: list[tuple[str, Scalar]] = []
@@ -204,7 +205,7 @@ _SHARED_FIELDS = frozenset(
         "case_file", "domain", "subcategory", "difficulty", "variant", "probed_levels",
         "constraint", "model", "judge", "setting", "run_dir", "judge_model", "status",
         "c_mean", "d_mean", "overall", "gate_pass", "labels", "predicates_checked",
-        "cost_usd", "generated", "judged", *ALL_DIMS, *TREE_KEYS))
+        "cost_usd", "generated", "judged", "square", *ALL_DIMS, *TREE_KEYS))
 _SHARED_MAX = 8192
 _SHARED: dict[tuple[str, type, Scalar], tuple[str, Scalar]] = {}
 

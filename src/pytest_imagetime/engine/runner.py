@@ -350,6 +350,8 @@ def store_sheet(spec: RunSpec, drawn: Drawn) -> Sheet:
         "width": image.width, "height": image.height, "details": dict(generated.details),
         "plugin_version": __version__,
     }
+    if image.width != image.height:  # the protocol's sheet is square: say so where it is not
+        record["square"] = False
     if request.text != case.prompt:
         record["prompt"] = request.text
     if drawn.batch > 1:
@@ -568,8 +570,17 @@ def scored_outcome(spec: RunSpec, case: Case, base: ItemRecord, sheet: Sheet,
         tokens_in=judgment.tokens_in, tokens_cached=judgment.tokens_cached,
         generation_s=sheet.record.get("seconds"),
         judge_s=judgment.latency_s, generated=sheet.generated, judged=judged,
+        square=is_square(sheet),
     )
     return ItemOutcome(record, judgment, caps, scores)
+
+
+def is_square(sheet: Sheet) -> bool:
+    """Whether the sheet is square, from its record (any run's holds width and height)."""
+    width, height = sheet.record.get("width"), sheet.record.get("height")
+    if not isinstance(width, int) or not isinstance(height, int):
+        width, height = sheet.image.size
+    return bool(width == height)
 
 
 def _generation_cost(record: Mapping[str, Any]) -> float | None:

@@ -18,7 +18,7 @@ from ..engine.run_spec import RunSpec
 from ..store.paths import with_setting
 from .failure_text import PlainFailures
 from .rerun import rerun_command
-from .scheduling import shard_cases
+from .scheduling import keep_limited, shard_cases
 from .state import ImagetimeState, is_xdist_worker, state_key
 
 if TYPE_CHECKING:
@@ -85,10 +85,13 @@ class CaseCollection:
         state = self.state
         if state.baselines:
             self._mark_known_failures(items)
+        limited = (None if self.options.limit is None
+                   else keep_limited(config, items, self.options.limit))
         if self.options.shard is not None:
             # A share of the suite, not of the selection: shard K is the same cases whatever
             # -k or --lf keeps, so its reruns and its merge agree on what it covers.
-            kept = shard_cases(list(state.suite.cases), self.options.shard)
+            kept = shard_cases(list(state.suite.cases if limited is None else limited),
+                               self.options.shard)
             others = [i for i in items if isinstance(i, CaseItem) and i.case.id not in kept]
             if others:
                 config.hook.pytest_deselected(items=others)

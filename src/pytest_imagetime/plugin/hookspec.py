@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -33,4 +34,20 @@ def pytest_imagetime_update_report(report: dict[str, Any], config: pytest.Config
 
     :param report: the report, as a mutable dict.
     :param config: the pytest config.
+    """
+
+
+@pytest.hookspec()
+def pytest_imagetime_register_models(register: Callable[[str, Callable[..., Any]], None]
+                                     ) -> None:
+    """Add model names that ``--imagetime-model=NAME[:ARGUMENT]`` can use, without packaging.
+
+    Called once per pytest process when a run asks for a model, before any backend is built:
+    on the controller and on each xdist worker, so every process must register the same
+    names (a conftest.py does). A built-in name cannot be taken.
+
+    :param register: call ``register(name, factory)`` once per name; ``factory`` is a class
+        or function called as ``factory(argument, **context)`` like an entry point's, with
+        ``argument`` the text after ``NAME:`` (or None) and ``options=`` / ``name=`` when it
+        takes them.
     """

@@ -70,6 +70,7 @@ class Options:
     suite: str = "imagetime"
     judge_batch: bool = False  # judge through the Batch API (judges/batch.py)
     judge_batch_poll_s: float = 30.0
+    limit: int | None = None  # --imagetime-limit: at most this many cases, every domain first
 
     @property
     def active(self) -> bool:
@@ -176,6 +177,10 @@ def add_options(parser: pytest.Parser) -> None:
            "e.g. for a CI matrix or a Slurm array, or 'auto' ('auto/N') to take K (and N) from "
            "SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or CI_NODE_INDEX; give each shard its own "
            "--imagetime-out and join them with 'imagetime merge' (docs/shards.md).")
+    option("limit", "Run at most N cases for a quick smoke run that still covers every domain: "
+           "round-robin over the domains, each domain's cases in a stable order (by a hash of "
+           "the case id); applied to the selection before --imagetime-shard splits it "
+           "(docs/shards.md).")
     option("baseline", "Baseline to gate on: a report.json (for every run) or an output "
            "directory holding <model>/<judge>/report.json per run.")
     option("max-drop", "Tolerated drops below the baseline, e.g. L5:0.3,overall:0.2 (metrics: "
@@ -481,6 +486,8 @@ def _parse(config: pytest.Config) -> Options:
         judge_batch=_flag(config, "judge-batch"),
         judge_batch_poll_s=_number(config, "judge-batch-poll", float, 30.0, 0.01, 86400,
                                    "give seconds, a number above 0"),
+        limit=_number(config, "limit", int, None, 1, 2**31,
+                      "give a number of cases, an integer of 1 or more"),
     )
 
 

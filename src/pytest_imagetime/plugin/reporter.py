@@ -242,6 +242,8 @@ class ImagetimeReporter:
             report = report_of_items(manifest, items, created,
                                      previous if isinstance(previous, dict) else None)
             report["coverage"] = coverage_json(items, suite, self.options.shard, ran)
+            if self.options.limit is not None:
+                report["limit"] = self.options.limit
             if self.canaries is not None:
                 report["canaries"] = self.canaries
             baseline = self.state.baselines.get(str(spec.paths.run_dir))
@@ -329,6 +331,10 @@ class ImagetimeReporter:
                 tr.write_line(f"{_report_name(report)}: {coverage['ran']} items ran in this "
                               f"session; {coverage['kept']} kept from this directory's last "
                               f"report")
+            if coverage.get("non_square"):
+                tr.write_line(f"{_report_name(report)}: sheets not square: "
+                              f"{coverage['non_square']} (the protocol's sheet is square; "
+                              "their items say square: false in report.json)")
         for path, _ in self.reports:
             tr.write_line(f"report: {path}")
         if self.options.junit is not None:

@@ -11,7 +11,18 @@ look-ahead).
 
 from __future__ import annotations
 
+import hashlib
+import warnings
+from collections.abc import Mapping
 from typing import Any
+
+import pytest
+
+from ..cases.model import Case
+
+
+class LimitWarning(pytest.PytestWarning):
+    """--imagetime-limit is below the number of domains: some domains are not run."""
 
 
 def share_of(position: int, shares: int) -> int:
@@ -27,6 +38,52 @@ def shard_cases(case_ids: list[str], shard: tuple[int, int]) -> set[str]:
     k, n = shard
     ordered = sorted(set(case_ids))
     return {case_id for i, case_id in enumerate(ordered) if i % n == k - 1}
+
+
+def limited_cases(domains: Mapping[str, str], limit: int) -> list[str]:
+    """At most ``limit`` case ids of ``domains`` (case id -> domain), round-robin over the
+    domains in name order, each domain's cases ordered by a hash of their id: the same cases
+    on every machine, process and run, and every domain's first case before any second."""
+    by_domain: dict[str, list[str]] = {}
+    for case_id, domain in domains.items():
+        by_domain.setdefault(domain, []).append(case_id)
+    queues = [sorted(ids, key=_stable_rank) for _, ids in sorted(by_domain.items())]
+    chosen: list[str] = []
+    for rank in range(max(map(len, queues), default=0)):
+        chosen += [ids[rank] for ids in queues if rank < len(ids)][:limit - len(chosen)]
+    return chosen
+
+
+def keep_limited(config: pytest.Config, items: list[pytest.Item], limit: int) -> list[str]:
+    """Keep the items of the ``limited_cases`` of the selection's cases (others are
+    deselected) and return those case ids, for a shard to split."""
+    cases: dict[str, Case] = {}
+    for item in items:
+        case = getattr(item, "case", None)
+        if isinstance(case, Case):
+            cases[case.id] = case
+    limited = limited_cases({i: c.domain for i, c in cases.items()}, limit)
+    chosen = set(limited)
+    others = [i for i in items if _case_id(i) not in chosen and _case_id(i) in cases]
+    if others:
+        config.hook.pytest_deselected(items=others)
+        items[:] = [i for i in items if _case_id(i) in chosen or _case_id(i) not in cases]
+    every = len({c.domain for c in cases.values()})
+    if limit < every:
+        warnings.warn(LimitWarning(
+            f"--imagetime-limit={limit} covers {limit} of the selection's {every} domains "
+            f"(their first cases); give {every} or more to cover every domain"), stacklevel=1)
+    return limited
+
+
+def _case_id(item: pytest.Item) -> str | None:
+    case = getattr(item, "case", None)
+    return case.id if isinstance(case, Case) else None
+
+
+def _stable_rank(case_id: str) -> tuple[str, str]:
+    # Python's hash() of a str changes with PYTHONHASHSEED: sha256 is the same everywhere.
+    return hashlib.sha256(case_id.encode()).hexdigest(), case_id
 
 
 def is_case_nodeid(nodeid: str) -> bool:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..backends.registry import JUDGES, MODELS, UnknownBackend
+from ..backends.registry import JUDGES, UnknownBackend
 from ..cases.model import Case, CaseFileError, Problem
 from ..engine.run_spec import RunSpec
 from ..gate.baseline_runs import AmbiguousBaseline, baseline_report, judges_present
@@ -25,6 +25,7 @@ from ..store.paths import RunPaths, with_setting
 from ..store.run_lock import FolderClaims, SettingsConflict
 from .markers import Markers
 from .options import Options
+from .registered_models import session_models
 from .replay import session_can_replay
 from .scheduling import is_case_nodeid, share_of
 
@@ -84,13 +85,13 @@ class ImagetimeState:
         self.runs: dict[str, RunSpec] = {}
         references = self._references(options)
         for spec in options.models:
-            model: ImageModel = _create_backend("model", spec, MODELS,
+            model: ImageModel = _create_backend("model", spec, session_models(config),
                                                 options=options.model_options)
             _check_model_fits(spec, model, options)
             choice = options.model_options.process
             if may_draw_in_own_process(model, choice):
-                model = OwnProcessModel(factory_of(MODELS, spec, options.model_options), model,
-                                        choice)
+                model = OwnProcessModel(factory_of(session_models(config), spec,
+                                                   options.model_options), model, choice)
             paths = RunPaths(options.out, model.name, judge.name, options.setting, options.grid)
             self.runs[spec] = RunSpec(model=model, judge=judge, paths=paths,
                                       setting=options.setting, size=options.size,
@@ -191,7 +192,8 @@ class ImagetimeState:
         if options.reference_dir is not None:
             return ReferenceDir(options.reference_dir)
         assert options.reference_model is not None  # parse_options demands one of the two
-        model: ImageModel = _create_backend("reference-model", options.reference_model, MODELS,
+        model: ImageModel = _create_backend("reference-model", options.reference_model,
+                                            session_models(self.config),
                                      options=options.model_options)
         return GeneratedReferences(model, options.out, options.size,
                                    functools.partial(case_seed, options.seed))

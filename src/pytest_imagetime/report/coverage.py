@@ -118,7 +118,7 @@ def coverage_json(items: Sequence[Mapping[str, Any]], suite: Suite,
     """The report's ``coverage``: the suite, this run's scope in it, and what it covers."""
     scope = suite.scope(shard)
     covered = {i["case_id"] for i in items if suite.cases.get(i["case_id"]) == i["case_sha256"]}
-    return {
+    coverage = {
         "suite": suite.json(),
         "shard": None if shard is None else f"{shard[0]}/{shard[1]}",
         "scope": len(scope),
@@ -130,6 +130,11 @@ def coverage_json(items: Sequence[Mapping[str, Any]], suite: Suite,
         "ran": ran,
         "kept": len(items) - ran,
     }
+    # The protocol's sheet is square: a backend's other shape is scored, and counted here.
+    non_square = sum(1 for i in items if i.get("square") is False)
+    if non_square:
+        coverage["non_square"] = non_square
+    return coverage
 
 
 # ------------------------------------------------------------------ readers

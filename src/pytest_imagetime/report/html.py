@@ -605,6 +605,14 @@ def _labels(labels: Sequence[str]) -> str:
         f'<span class="label">{esc(label)}</span>' for label in labels) + "</p>"
 
 
+def _shape(item: Mapping[str, Any]) -> str:
+    """A badge on an item whose sheet is not square (the protocol's sheet is)."""
+    if item.get("square") is not False:
+        return ""
+    return (' <span class="label not-square" title="The protocol\'s sheet is square; this '
+            'backend drew another shape">not square</span>')
+
+
 @dataclass(frozen=True)
 class CardInput:
     item: Mapping[str, Any]
@@ -641,7 +649,7 @@ def render_card(card: CardInput) -> str:
     return (f'<article class="card" id="{esc(anchor_id(case_id))}" {data}>\n'
             f"{_thumb(card.media, case_id)}\n<div>"
             f'<h2><a href="#{esc(quote(anchor_id(case_id)))}">{esc(case_id)}</a>'
-            f'<span class="outcome {esc(outcome)}">{esc(outcome)}</span></h2>'
+            f'<span class="outcome {esc(outcome)}">{esc(outcome)}</span>{_shape(item)}</h2>'
             f'<div class="muted">{meta}</div><p>{esc(item["concept"])}</p>'
             f"{_strip(card.media, case_id)}{body}</div>\n</article>")
 

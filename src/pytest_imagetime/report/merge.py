@@ -222,6 +222,9 @@ def merge(parts: Sequence[Path], out: Path, partial: bool = False) -> list[Path]
         report["manifest"]["cases"] = case_set(merged)
         report["coverage"] = _merged_coverage(report["items"], suite, _outside(members))
         report["spent_usd"] = sum_costs(r.get("spent_usd", 0.0) for _, r in members)
+        limits = {r.get("limit") for _, r in members}
+        if len(limits) == 1 and None not in limits:  # shards of one limited run stay limited
+            report["limit"] = limits.pop()
         validate_report(report)
         write_report(run_dir / "report.json", report)
         write_scores_csv(run_dir / SCORES_CSV, report["items"])

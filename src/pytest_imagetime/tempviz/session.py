@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ..backends.registry import MODELS, UnknownBackend
+from ..backends.registry import Registry, UnknownBackend
 from ..cases.inventory import slug
 from ..engine.item_error import ItemError
 from ..engine.pipeline import CostBudget, Job, Pipeline, model_concurrency
@@ -25,6 +25,7 @@ from ..models.base import ImageModel
 from ..plugin.failure_text import PlainFailures, last_line, report_text
 from ..plugin.markers import Markers
 from ..plugin.options import Options, for_session, option_path
+from ..plugin.registered_models import session_models
 from ..plugin.scheduling import shard_cases
 from ..report.pytest_junit import PytestJunit, pytest_junit_of
 from ..sheet.prompts import SHEET
@@ -184,9 +185,9 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _create_model(spec: str, options: Options) -> ImageModel:
+def _create_model(spec: str, options: Options, models: Registry) -> ImageModel:
     try:
-        model: ImageModel = MODELS.create(spec, options=options.model_options)
+        model: ImageModel = models.create(spec, options=options.model_options)
     except (UnknownBackend, ValueError, ImportError) as exc:
         raise pytest.UsageError(f"--imagetime-model={spec}: {exc}") from None
     return model
@@ -209,7 +210,7 @@ class TempvizSession:
         budget = None if options.max_cost is None else options.max_cost / workers
         self.runs: dict[str, TempvizRun] = {}
         for spec in options.models:
-            model = _create_model(spec, options)
+            model = _create_model(spec, options, session_models(config))
             self.runs[spec] = TempvizRun(
                 model=model, judge=self.judge,
                 paths=run_paths(options.out, model.name, self.judge.name), size=options.size,
