@@ -87,4 +87,5 @@ JUDGES = Registry("judge", "imagetime.judges", {
     "pixel": "pytest_imagetime.judges.pixel:PixelJudge",
     "replay": "pytest_imagetime.judges.replay:ReplayJudge",
     "vlm-chain": "pytest_imagetime.judges.chain:ChainJudge",
+    "vlm-feedback": "pytest_imagetime.judges.feedback:FeedbackJudge",
 })
