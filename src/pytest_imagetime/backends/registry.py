@@ -88,4 +88,5 @@ JUDGES = Registry("judge", "imagetime.judges", {
     "replay": "pytest_imagetime.judges.replay:ReplayJudge",
     "vlm-chain": "pytest_imagetime.judges.chain:ChainJudge",
     "vlm-feedback": "pytest_imagetime.judges.feedback:FeedbackJudge",
+    "vlm-instance": "pytest_imagetime.judges.instance:InstanceJudge",
 })

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cases.loading import Case
-from .facts import CAP_RULES, CapScope, Setting
+from .facts import CAP_RULES, EVIDENCE_CAP_RULES, CapScope, Setting
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def apply_caps(scores: Mapping[str, int | None], labels: Iterable[str],
     present = set(labels)
     capped = dict(scores)
     applied: list[AppliedCap] = []
-    for rule in CAP_RULES:
+    for rule in (*CAP_RULES, *EVIDENCE_CAP_RULES):
         hits = sorted(present & rule.labels)
         if not hits or rule.only_if not in scopes:
             continue
