@@ -257,3 +257,24 @@ def test_a_run_with_a_tiny_detector_records_its_evidence(pytester: pytest.Pytest
     assert report["aggregate"]["errors"] == 0
     assert isinstance(JUDGES.create(f"vlm-instance:owlv2={tiny['owlv2']}",
                                     options=_options(server)), InstanceJudge)
+
+
+def test_evidence_labels_and_caps_reach_the_report(pytester: pytest.Pytester,
+                                                   server: ChatServer,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("pytest_imagetime.judges.instance.load_detector",
+                        lambda argument: GivenDetector())
+    server.state.responder = parse_then_judge(["the cook"])
+    write_case_file(pytester.path / "k.yaml", [case_dict(
+        levels=["L0", "L1", "L2"],
+        applicable={"constraint": False, "quantity": False, "occlusion": False})])
+    pytester.runpytest(
+        "k.yaml", "--imagetime-model=procedural", "--imagetime-size=128",
+        "--imagetime-judge=vlm-instance", f"--imagetime-judge-base-url={server.base_url}",
+        "--imagetime-judge-key-env=none")
+    report = json.loads((pytester.path / "reports" / "procedural" / "vlm-instance"
+                         / "report.json").read_text())
+    [item] = report["items"]
+    assert "grounded_subject_missing" in item["labels"]
+    assert any(c.startswith("grounded-subject-lost: ") and "C2 8->4" in c
+               for c in item["caps"])
