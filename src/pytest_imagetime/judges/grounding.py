@@ -63,13 +63,32 @@ class Detector(Protocol):
                ) -> list[Detection]: ...
 
 
+INSTALL_HINT = "pip install 'pytest-imagetime[diffusers]'"
+
+
 def _transformers() -> Any:
-    """transformers untyped: its stubs are partial."""
-    return importlib.import_module("transformers")
+    """transformers untyped (its stubs are partial); a missing package says how to install."""
+    try:
+        importlib.import_module("torch")
+        return importlib.import_module("transformers")
+    except ImportError as exc:
+        raise ValueError(f"the vlm-instance judge's detector needs torch and transformers "
+                         f"({exc.name or 'one of them'} is not installed): "
+                         f"{INSTALL_HINT}") from None
 
 
 def _torch() -> Any:
     return importlib.import_module("torch")
+
+
+def _load(cls: Any, model_id: str) -> Any:
+    """``cls.from_pretrained(model_id)``, a failure as one line naming the model."""
+    try:
+        return cls.from_pretrained(model_id)
+    except Exception as exc:  # hub, file and config errors have no common base class
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ValueError(f"cannot load the detector {model_id}: {reason} (without network, "
+                         f"give a folder written by save_pretrained: NAME=FOLDER)") from None
 
 
 class OwlDetector:
@@ -81,8 +100,8 @@ class OwlDetector:
         tf = _transformers()
         self.model_id = model_id
         self.threshold = threshold
-        self.processor = tf.Owlv2Processor.from_pretrained(model_id)
-        self.model = tf.Owlv2ForObjectDetection.from_pretrained(model_id).eval()
+        self.processor = _load(tf.Owlv2Processor, model_id)
+        self.model = _load(tf.Owlv2ForObjectDetection, model_id).eval()
 
     def detect(self, panels: Sequence[Image.Image], subjects: Sequence[str]
                ) -> list[Detection]:
@@ -116,8 +135,8 @@ class GroundingDinoDetector:
         self.model_id = model_id
         self.threshold = threshold
         self.text_threshold = text_threshold
-        self.processor = tf.GroundingDinoProcessor.from_pretrained(model_id)
-        self.model = tf.GroundingDinoForObjectDetection.from_pretrained(model_id).eval()
+        self.processor = _load(tf.GroundingDinoProcessor, model_id)
+        self.model = _load(tf.GroundingDinoForObjectDetection, model_id).eval()
 
     def detect(self, panels: Sequence[Image.Image], subjects: Sequence[str]
                ) -> list[Detection]:
