@@ -166,6 +166,10 @@ def test_detectors_load_by_name_and_model(tiny: dict[str, Path]) -> None:
             ) == ((OWLV2_ID, 0.3), (GROUNDING_DINO_ID, 0.35, 0.25))
     with pytest.raises(ValueError, match="unknown detector 'yolo'"):
         load_detector("yolo")
+    # a session that makes no calls loads no detector, and names the same one
+    idle = InstanceJudge("grounding-dino", options=JudgeOptions(calls=False))
+    assert (idle.config()["detector"], idle.config()["detector_model"]) == (
+        "grounding-dino", GROUNDING_DINO_ID)
     with pytest.raises(ValueError, match=r"cannot load the detector /no/such/folder: .*"
                                          r"NAME=FOLDER"):
         load_detector("owlv2=/no/such/folder")

@@ -10,6 +10,7 @@ evidence caps); the VLM's own scores and labels are otherwise untouched.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..rubric.judgment import JudgeError, Judgment
 from ..sheet.geometry import split
 from .base import JudgeOptions, SheetToJudge
 from .grounding import (
+    DETECTORS,
     PARSE_SCHEMA,
     PARSE_SYSTEM,
     Detector,
@@ -50,6 +52,8 @@ class InstanceJudge:
         self.argument = argument or "owlv2"
         # Loaded at start-up: a missing package or checkpoint stops the run before drawing.
         self._detector = detector
+        # One forward pass at a time: judge threads share the model, and it is CPU/GPU-bound.
+        self._detecting = threading.Lock()
         if detector is None and self.options.calls:
             self._detector = load_detector(argument)
 
@@ -68,10 +72,11 @@ class InstanceJudge:
         return self.vlm.scored_dims
 
     def config(self) -> Mapping[str, Any]:
-        detector = self._detector
+        name, _, model = self.argument.partition("=")
+        if self._detector is not None:
+            name, model = self._detector.name, self._detector.model_id
         return {**self.vlm.config(), "judge": self.name, "instance_version": INSTANCE_VERSION,
-                "detector": self.argument.partition("=")[0],
-                "detector_model": detector.model_id if detector else None}
+                "detector": name, "detector_model": model or DETECTORS.get(name)}
 
     def parse(self, prompt: str) -> tuple[tuple[str, ...], tuple[str, ...], Answer]:
         """The prompt's subjects and actions (strict JSON {"subject": [...], "action": [...]})."""
@@ -85,7 +90,8 @@ class InstanceJudge:
     def evidence(self, sheet: SheetToJudge, subjects: tuple[str, ...],
                  actions: tuple[str, ...]) -> Evidence:
         panels = split(sheet.image.convert("RGB"))
-        detections = self.detector.detect(panels, subjects)
+        with self._detecting:
+            detections = self.detector.detect(panels, subjects)
         sides = {stage: max(p.size) for stage, p in zip(("t1", "t2", "t3", "t4"), panels,
                                                         strict=True)}
         return build_evidence(sheet.case, sheet.setting, subjects, actions, detections, sides,
