@@ -18,6 +18,7 @@ from .cases.lint import lint_paths
 from .cases.loading import builtin_cases_dir
 from .report.summary import summary_lines
 from .research.agreement.command import add_parser as agree_parser
+from .research.agreement.human import add_parser as human_agree_parser
 from .research.agreement.judges import add_parser as judges_agree_parser
 from .research.baselines.command import add_parser as baseline_parser
 from .research.labels.command import add_parser as label_parser
@@ -231,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Compare runs scored by different judges or rubrics.")
     comp.set_defaults(func=_compare)
     agree_parser(sub)
+    human_agree_parser(sub)
     cases_parser(sub)
     baseline_parser(sub)
     label_parser(sub)

@@ -242,4 +242,6 @@ JUDGES = Registry("judge", "imagetime.judges", {
     "pixel": "pytest_imagetime.judges.pixel:PixelJudge",
     "replay": "pytest_imagetime.judges.replay:ReplayJudge",
     "vlm-chain": "pytest_imagetime.judges.chain:ChainJudge",
+    "vlm-feedback": "pytest_imagetime.judges.feedback:FeedbackJudge",
+    "vlm-instance": "pytest_imagetime.judges.instance:InstanceJudge",
 }, "pytest_imagetime.judges.base:adapt_judge")

@@ -1,10 +1,10 @@
 """Applying the rubric's conservative caps to a validated judgment.
 
 Caps only ever lower a score, never raise one, and never turn a null into a number. The
-labels that trigger them come from the judge, from the judge's layout answer and from the
-pixel metrics, so copied phases found in the pixels cap the phase scores even if a judge
-missed them, and a sheet the judge reads as not four ordered panels fails the layout gate
-whatever C0 it gave.
+labels that trigger them come from the judge, from the judge's layout answer, from the
+pixel metrics and (evidence caps) from subjects grounded per panel by a detector, so copied
+phases found in the pixels cap the phase scores even if a judge missed them, and a sheet the
+judge reads as not four ordered panels fails the layout gate whatever C0 it gave.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cases.model import Case
-from .facts import CAP_RULES, CapScope, Setting
+from .facts import CAP_RULES, EVIDENCE_CAP_RULES, CapScope, Setting
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def apply_caps(scores: Mapping[str, int | None], labels: Iterable[str],
     present = set(labels)
     capped = dict(scores)
     applied: list[AppliedCap] = []
-    for rule in CAP_RULES:
+    for rule in (*CAP_RULES, *EVIDENCE_CAP_RULES):
         hits = sorted(present & rule.labels)
         if not hits or rule.only_if not in scopes:
             continue

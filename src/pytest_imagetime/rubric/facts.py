@@ -287,3 +287,29 @@ CAP_RULES: tuple[CapRule, ...] = (
         only_if="constraint",
     ),
 )
+
+# Labels that objective evidence (subjects grounded per panel by a detector) states; no
+# judge's answer may carry them, and their caps are listed apart from the judge's prompt.
+EVIDENCE_LABELS: dict[str, str] = {
+    "grounded_subject_missing": "a prompt subject found in some panels is missing from another, "
+                                "on a case whose counts must not change",
+    "grounded_subject_duplicated": "a prompt subject appears more times in a later panel than in "
+                                   "t1, on a case whose counts must not change",
+    "grounded_no_displacement": "on a motion task, no grounded subject moved across the panels",
+}
+
+EVIDENCE_CAP_RULES: tuple[CapRule, ...] = (
+    CapRule(
+        "grounded-subject-lost",
+        "the detector finds a subject missing or duplicated where the case keeps counts",
+        frozenset({"grounded_subject_missing", "grounded_subject_duplicated"}),
+        {"C2": 4, "D1": 5, "D2": 4},
+    ),
+    CapRule(
+        "grounded-no-displacement",
+        "on a motion task, the detector finds no subject displaced",
+        frozenset({"grounded_no_displacement"}),
+        {"C4": 2, "D6": 3, "D8": 4},
+        only_if="motion",
+    ),
+)

@@ -11,7 +11,16 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..cases.model import Case
-from .facts import ALL_DIMS, C_DIMS, FAILURE_LABELS, SCORE_MAX, SCORE_MIN, Setting, nullable_dims
+from .facts import (
+    ALL_DIMS,
+    C_DIMS,
+    EVIDENCE_LABELS,
+    FAILURE_LABELS,
+    SCORE_MAX,
+    SCORE_MIN,
+    Setting,
+    nullable_dims,
+)
 
 JSON = Any  # values that json.dumps accepts
 
@@ -120,7 +129,7 @@ def validate_judgment(judgment: Judgment, case: Case, setting: Setting,
                 problems.append(f"{dim} has a score but no confidence")
             elif has_conf and not has_score:
                 problems.append(f"{dim} has a confidence but no score")
-    bad_labels = sorted(set(judgment.labels) - set(FAILURE_LABELS))
+    bad_labels = sorted(set(judgment.labels) - set(FAILURE_LABELS) - set(EVIDENCE_LABELS))
     if bad_labels:
         problems.append(f"failure labels not in the vocabulary: {bad_labels}")
     if judgment.evaluates_predicates:
