@@ -129,5 +129,5 @@ def test_an_unknown_name_lists_the_registered_ones(project: pytest.Pytester) -> 
     project.makeconftest(CONFTEST)
     result = project.runpytest("k.yaml", "--imagetime-model=flatt", "--imagetime-judge=pixel")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*unknown model 'flatt'; available: diffusers, files, flat,*"
+    result.stderr.fnmatch_lines(["*unknown model 'flatt'; available: bfl, diffusers, files, flat,*"
                                  "python:MODULE:ATTRIBUTE?:ARGUMENT?)"])
