@@ -309,8 +309,10 @@ def _cached(task: _Task) -> Any:
 
 
 def _rating_key(task: _Task, answer: str, settings: ProbeSettings) -> str:
-    """Changes with the rater, its parameters and the prompt (ground truth and answer)."""
-    return input_key({"format": RATING_FORMAT, "rater_model": settings.rater,
+    """Changes with the answer's own key, the rater, its parameters and the prompt (ground
+    truth and answer): every answer is rated on its own, as the paper rates each sample."""
+    return input_key({"format": RATING_FORMAT, "answer_key": task.key,
+                      "rater_model": settings.rater,
                       "params": dict(settings.rater_params),
                       "prompt": causality.rating_prompt(task.truth, answer)})
 
