@@ -27,23 +27,26 @@ REASONING_QUESTION = ("Why does the {obj} in the scene on the top occur after th
 INFERRING_QUESTION = ("What caused the transition from the {obj} on the bottom to the {obj} on "
                       "the top? Answer in one sentence.")
 # TimeCausality, Appendix D.2: the free-text judge's prompt, sent as one user message.
-RATING_PROMPT = """
-You will be given a ground truth and model output couple.
-Your task is to provide a 'total rating' scoring how well the model output matches the semantic meaning of the ground truth.
-Give your answer as an integer on a scale of 0 to 5, where 0 means that the model output is completely unrelated to the ground truth, and 5 means that the model output perfectly matches the semantic meaning of the ground truth.
-
-Provide your feedback as follows:
-
-Feedback:::
-Total rating: (your rating, as an integer between 0 and 5)
-
-Now here are the ground truth and model output.
-
-Ground Truth: {ground_truth}
-Model Output: {model_output}
-
-Feedback:::
-Total rating: """  # noqa: E501  (the paper's text, line for line)
+RATING_PROMPT = (
+    "\nYou will be given a ground truth and model output couple.\n"
+    "Your task is to provide a 'total rating' scoring how well the model output matches the "
+    "semantic meaning of the ground truth.\n"
+    "Give your answer as an integer on a scale of 0 to 5, where 0 means that the model output "
+    "is completely unrelated to the ground truth, and 5 means that the model output perfectly "
+    "matches the semantic meaning of the ground truth.\n"
+    "\n"
+    "Provide your feedback as follows:\n"
+    "\n"
+    "Feedback:::\n"
+    "Total rating: (your rating, as an integer between 0 and 5)\n"
+    "\n"
+    "Now here are the ground truth and model output.\n"
+    "\n"
+    "Ground Truth: {ground_truth}\n"
+    "Model Output: {model_output}\n"
+    "\n"
+    "Feedback:::\n"
+    "Total rating: ")
 
 _ARTICLE = re.compile(r"^(a|an|the|one)\s+", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
