@@ -352,8 +352,8 @@ def test_a_failed_answer_is_an_error_and_is_not_rated(stored: Path, server: Chat
     assert sum(map(_is_rating, server.state.requests)) == 1
 
 
-def test_a_sheet_without_its_case_gets_no_free_text_probe(
-        stored: Path, server: ChatServer, tmp_path: Path) -> None:
+def test_a_sheet_without_its_case_gets_no_free_text_probe(stored: Path,
+                                                         server: ChatServer) -> None:
     only_garden = stored / "garden.yaml"
     assert main(["probe-order", str(stored / "reports"), "--cases", str(only_garden),
                  "--base-url", server.base_url, "--key-env", "none", "--aspects", "inferring",

@@ -69,7 +69,7 @@ class Probe:
 
     @property
     def kind(self) -> str:
-        """"pair", "order" (the grid), "reasoning" or "inferring"."""
+        """What is asked: pair, order (the grid), reasoning or inferring."""
         if self.aspect != "order":
             return self.aspect
         return "order" if len(self.stages) == 4 else "pair"
