@@ -12,8 +12,10 @@ from typing import Any
 from ...judges.base import JudgeOptions
 from ...store.atomic import atomic_write_json
 from ..cases import command_cases
+from .causality import ASPECTS
 
 DEFAULT_OUT = "order-probe.json"
+DEFAULT_ASPECTS = ("order",)
 
 
 def _positive(text: str) -> int:
@@ -56,10 +58,24 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _aspects(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in ASPECTS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: give one or more of {', '.join(ASPECTS)}, "
+                                         f"separated by commas")
+    return names
+
+
 # Where the order probe's endpoint settings are, for a failing endpoint's message.
 PROBE_HINTS = {"base_url_option": "--base-url", "key_option": "--key-env",
                "model_option": "--judge-model", "timeout_option": "--timeout",
                "params_option": "the probe's parameters"}
+RATER_HINTS = {"base_url_option": "--rater-base-url", "key_option": "--rater-key-env",
+               "model_option": "--rater-model", "timeout_option": "--timeout",
+               "params_option": "the probe's parameters"}
+KEY_HINT = "--key-env NAME for another variable, 'none' for a server without keys"
+RATER_KEY_HINT = "--rater-key-env NAME for another variable, 'none' for a server without keys"
 
 
 def _fail(command: str, message: object) -> int:
@@ -85,27 +101,45 @@ def probe_order(args: argparse.Namespace) -> int:
     options = JudgeOptions(model=args.judge_model, base_url=args.base_url, key_env=key_env,
                            concurrency=args.concurrency, timeout_s=args.timeout,
                            retries=args.retries, reasks=args.reasks)
+    rater_key_env = key_env if args.rater_key_env is None else \
+        None if args.rater_key_env.lower() == "none" else args.rater_key_env
+    rater_options = JudgeOptions(model=args.rater_model or args.judge_model,
+                                 base_url=args.rater_base_url or args.base_url,
+                                 key_env=rater_key_env, concurrency=args.concurrency,
+                                 timeout_s=args.timeout, retries=args.retries,
+                                 reasks=args.reasks)
     settings = ProbeSettings(judge_model=args.judge_model, seed=args.seed,
-                             cover_corner=args.cover_corner, concurrency=args.concurrency)
-    made: list[JsonAsker] = []
+                             cover_corner=args.cover_corner, concurrency=args.concurrency,
+                             aspects=args.aspects, rater_model=args.rater_model)
+    made: dict[str, JsonAsker] = {}
 
     def asker() -> JsonAsker:
-        made.append(JsonAsker(options, who="the order probe",
-                              key_hint="--key-env NAME for another variable, 'none' for a "
-                                       "server without keys", hints=PROBE_HINTS))
-        return made[-1]
+        made["judge"] = JsonAsker(options, who="the order probe", key_hint=KEY_HINT,
+                                  hints=PROBE_HINTS)
+        return made["judge"]
+
+    def rater() -> JsonAsker:
+        made["rater"] = JsonAsker(rater_options, who="the order probe's rater",
+                                  key_hint=RATER_KEY_HINT, hints=RATER_HINTS)
+        return made["rater"]
 
     try:
-        outcomes = probe_runs(runs, settings, asker)
+        outcomes = probe_runs(runs, settings, asker, rater)
     except (ValueError, ImportError) as exc:
         return _fail("probe-order", exc)
-    base_url = made[0].base_url if made else safe_url(args.base_url)
-    price = made[0].price if made else None
-    report = build_report(runs, outcomes, settings,
-                          {"model": args.judge_model, "base_url": base_url,
-                           "price_usd_per_mtok": price.per_mtok() if price else None},
+
+    def endpoint(role: str, given: JudgeOptions) -> dict[str, Any]:
+        used = made.get(role)
+        price = used.price if used else None
+        return {"model": given.model,
+                "base_url": used.base_url if used else safe_url(given.base_url),
+                "price_usd_per_mtok": price.per_mtok() if price else None}
+
+    rates = any(aspect != "order" for aspect in settings.aspects)
+    report = build_report(runs, outcomes, settings, endpoint("judge", options),
                           datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                          sample=args.sample)
+                          sample=args.sample,
+                          rater=endpoint("rater", rater_options) if rates else None)
     validate_report(report)
     out = Path(args.out)
     atomic_write_json(out, report)
@@ -152,6 +186,16 @@ def add_parser(sub: Any) -> None:
     probe.add_argument("--cover-corner", type=_fraction, default=0.0,
                        help="Cover this fraction of each panel's top-left corner, where stage "
                        "labels are drawn (default: 0, nothing covered).")
+    probe.add_argument("--aspects", type=_aspects, default=DEFAULT_ASPECTS,
+                       help="TimeCausality's aspects to ask, separated by commas: order (the "
+                       "pairs both ways and the shuffled grid), reasoning (why the top panel is "
+                       "later), inferring (what caused the change); default: order.")
+    probe.add_argument("--rater-model", help="Model that rates the reasoning and inferring "
+                       "answers 0-5 against the ground truth (default: the judge model).")
+    probe.add_argument("--rater-base-url", help="OpenAI-compatible base URL of the rater "
+                       "(default: --base-url's).")
+    probe.add_argument("--rater-key-env", help="Environment variable holding the rater's API "
+                       "key, 'none' for a server without keys (default: --key-env's).")
     probe.add_argument("--json", action="store_true", help="Print the JSON report.")
     probe.add_argument("-o", "--out", default=DEFAULT_OUT,
                        help=f"JSON report to write (default: {DEFAULT_OUT}).")

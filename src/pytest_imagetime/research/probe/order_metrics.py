@@ -1,9 +1,11 @@
-"""The order probe's metrics, from the answers alone. Definitions: docs/order-probe.md.
+"""The order probe's metrics, from the answers and ratings alone. Definitions:
+docs/order-probe.md.
 
 Pair probes follow TimeCausality's consistency test: every pair of panels is shown twice,
 the earlier one on top (the right answer is ``A``) and reversed (the right answer is ``B``).
-A failed request is no answer: it is counted apart and never scored as wrong. Undefined
-metrics (nothing answered) are NaN.
+A failed request is no answer: it is counted apart and never scored as wrong. The Reasoning
+and Inferring scores are TimeCausality's: the mean 0-5 rating over the rated answers.
+Undefined metrics (nothing answered) are NaN.
 """
 
 from __future__ import annotations
@@ -94,3 +96,9 @@ def ranks_from_labels(order: Sequence[str], cells: Sequence[int]) -> tuple[int, 
     for place, label in enumerate(order):
         ranks[cells[int(label) - 1]] = place
     return tuple(ranks)
+
+
+def mean_rating(ratings: Sequence[int]) -> float:
+    """TimeCausality's Reasoning or Inferring score: the mean rating (0-5) over the answers
+    rated; a failed answer or rating is not among them."""
+    return statistics.fmean(ratings) if ratings else NAN

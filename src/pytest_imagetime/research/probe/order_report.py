@@ -1,4 +1,5 @@
-"""The order probe's report: metrics per run, per domain and overall, verdicts, a table.
+"""The order probe's report: metrics per run, per domain and overall (the Reasoning and
+Inferring scores among them when asked), verdicts, a table.
 
 Two readings of the same numbers. On the procedural model's good sheets the right order is
 certain, so a judge that cannot recover it is unfit to score temporal dimensions. On any
@@ -23,15 +24,18 @@ import jsonschema
 from ... import __version__
 from ...store.atomic import read_json
 from .order import PROBE_VERSION, Outcome, ProbedRun, ProbeSettings
-from .order_metrics import OrderAnswer, PairAnswer, order_metrics, pair_metrics
+from .order_metrics import OrderAnswer, PairAnswer, mean_rating, order_metrics, pair_metrics
 
-REPORT_FORMAT = "imagetime-order-probe/1"
+REPORT_FORMAT = "imagetime-order-probe/2"
 REFERENCE_MODEL = "procedural"  # its good sheets: the order is certain
 FIT_MIN_GROUP = 90.0  # percent; a fit judge orders nearly every reference pair both ways
 FIT_MIN_EXACT_ORDER = 80.0  # percent of reference grids put in exactly the right order
 WEAK_BELOW_GROUP = 70.0  # percent; chance is 25, an always-top judge scores 0
 ERRORS_LISTED = 10
-METRIC_KEYS = ("acc", "acc_r", "group", "f1", "position_bias", "exact_order", "kendall_tau")
+METRIC_KEYS = ("acc", "acc_r", "group", "f1", "position_bias", "exact_order", "kendall_tau",
+               "reasoning", "inferring")
+TEXT_KINDS = ("reasoning", "inferring")
+TEXT_HEADS = {"reasoning": "R", "inferring": "I"}  # TimeCausality's R-score and I-score, 0-5
 
 
 def _plain(value: float) -> float | None:
@@ -43,9 +47,14 @@ def metrics(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     pairs = [PairAnswer(f"{o.run}|{o.case_id}|{o.probe.group}", o.probe.reversed, o.answer)
              for o in answered if o.probe.kind == "pair"]
     orders = [OrderAnswer(o.ranks) for o in answered if o.ranks is not None]
-    values = {**pair_metrics(pairs), **order_metrics(orders)}
+    ratings = {kind: [o.rating for o in answered
+                      if o.probe.kind == kind and o.rating is not None]
+               for kind in TEXT_KINDS}
+    values = {**pair_metrics(pairs), **order_metrics(orders),
+              **{kind: mean_rating(r) for kind, r in ratings.items()}}
     return {"probes": len(outcomes), "answered": len(answered),
             "errors": len(outcomes) - len(answered), "pairs": len(pairs), "orders": len(orders),
+            **{f"{kind}_rated": len(r) for kind, r in ratings.items()},
             **{k: _plain(values[k]) for k in METRIC_KEYS}}
 
 
@@ -101,9 +110,16 @@ def judge_fitness(runs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                                           for r in checks]}
 
 
+def _endpoint(who: Mapping[str, Any]) -> dict[str, Any]:
+    return {"model": who.get("model"), "base_url": who.get("base_url"),
+            "price_usd_per_mtok": who.get("price_usd_per_mtok")}
+
+
 def build_report(runs: Sequence[ProbedRun], outcomes: Sequence[Outcome],
                  settings: ProbeSettings, judge: Mapping[str, Any], created: str,
-                 sample: int | None = None) -> dict[str, Any]:
+                 sample: int | None = None,
+                 rater: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``rater``: the free-text answers' rater, when the aspects ask for one."""
     by_run: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
         by_run[o.run].append(o)
@@ -123,23 +139,26 @@ def build_report(runs: Sequence[ProbedRun], outcomes: Sequence[Outcome],
             "errors": [{"case_id": o.case_id, "probe": o.probe.name, "reason": o.error or ""}
                        for o in mine if o.error is not None],
         })
-    asked = [o for o in outcomes if not o.cached]
+    asked = {who: sum(o.asked.count(who) for o in outcomes) for who in ("judge", "rater")}
+    cached = {who: sum(o.cached.count(who) for o in outcomes) for who in ("judge", "rater")}
     return {
         "format": REPORT_FORMAT, "probe_version": PROBE_VERSION, "created": created,
         "plugin_version": __version__,
-        "judge": {"model": judge.get("model"), "base_url": judge.get("base_url"),
-                  "price_usd_per_mtok": judge.get("price_usd_per_mtok")},
+        "judge": _endpoint(judge),
+        "rater": _endpoint(rater) if rater is not None else None,
         "settings": {"seed": settings.seed, "sample": sample,
                      "cover_corner": settings.cover_corner,
-                     "concurrency": settings.concurrency, "params": dict(settings.params)},
+                     "concurrency": settings.concurrency, "params": dict(settings.params),
+                     "aspects": list(settings.aspects)},
         "thresholds": {"fit_min_group": FIT_MIN_GROUP,
                        "fit_min_exact_order": FIT_MIN_EXACT_ORDER,
                        "weak_below_group": WEAK_BELOW_GROUP},
         "judge_fitness": judge_fitness(entries),
         "overall": metrics(outcomes),
         "runs": entries,
-        "asked": len(asked), "cached": len(outcomes) - len(asked),
-        "cost_usd": math.fsum(o.cost_usd for o in asked),
+        "asked": sum(asked.values()), "cached": sum(cached.values()),
+        "asked_by": asked, "cached_by": cached,
+        "cost_usd": math.fsum(o.cost_usd for o in outcomes),
     }
 
 
@@ -163,11 +182,13 @@ def _num(value: float | None, width: int, spec: str = ".1f") -> str:
     return f"{'n/a' if value is None else format(value, spec):>{width}}"
 
 
-def _row(label: str, width: int, sheets: int | str, m: Mapping[str, Any], note: str) -> str:
+def _row(label: str, width: int, sheets: int | str, m: Mapping[str, Any], note: str,
+         texts: Sequence[str] = ()) -> str:
+    rated = "".join(f" {_num(m[kind], 6, '.2f')}" for kind in texts)
     return (f"{label:<{width}} {sheets!s:>6} {m['errors']:>6} {_num(m['acc'], 6)} "
             f"{_num(m['acc_r'], 6)} {_num(m['group'], 6)} {_num(m['f1'], 6)} "
             f"{_num(m['position_bias'], 6, '+.2f')} {_num(m['exact_order'], 6)} "
-            f"{_num(m['kendall_tau'], 6, '+.2f')}  {note}".rstrip())
+            f"{_num(m['kendall_tau'], 6, '+.2f')}{rated}  {note}".rstrip())
 
 
 def _scores_note(scores: Mapping[str, Mapping[str, float | None]]) -> str:
@@ -185,23 +206,30 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
     runs = report["runs"]
     labels = [r["model"] for r in runs] + [f"  {d}" for r in runs for d in r["by_domain"]]
     width = max([len("run"), len("all runs"), *map(len, labels)])
-    lines = [f"order probe: judge {judge['model']}{where}; 5 probes a sheet (t1/t4 and t2/t3 "
-             "both ways, 4 shuffled)",
+    texts = [kind for kind in TEXT_KINDS if kind in report["settings"]["aspects"]]
+    rater = report.get("rater")
+    asks = "5 probes a sheet (t1/t4 and t2/t3 both ways, 4 shuffled)" \
+        if "order" in report["settings"]["aspects"] else "no order probes"
+    if texts:
+        asks += (f"; {' and '.join(texts)} on t1/t4 and t2/t3 (later on top), rated 0-5 by "
+                 f"{rater['model'] if rater else judge['model']}")
+    lines = [f"order probe: judge {judge['model']}{where}; {asks}",
              f"{'run':<{width}} {'sheets':>6} {'errors':>6} {'ACC':>6} {'ACC-R':>6} "
-             f"{'group':>6} {'F1':>6} {'bias':>6} {'exact':>6} {'tau':>6}  verdict"]
+             f"{'group':>6} {'F1':>6} {'bias':>6} {'exact':>6} {'tau':>6}"
+             + "".join(f" {TEXT_HEADS[kind]:>6}" for kind in texts) + "  verdict"]
     for r in runs:
         status = r["verdict"]["status"]
         note = {"fit": "judge fit", "unfit": "JUDGE UNFIT", "weak": "WEAK TEMPORAL EVIDENCE",
                 "ok": "ok", "unknown": "unknown"}[status]
         scores = _scores_note(r["scores"])
         lines.append(_row(r["model"], width, r["sheets"], r["metrics"],
-                          f"{note} ({scores})" if scores else note))
+                          f"{note} ({scores})" if scores else note, texts))
         if len(r["by_domain"]) > 1 or any(d != "unknown" for d in r["by_domain"]):
             for domain, m in r["by_domain"].items():
-                lines.append(_row(f"  {domain}", width, "", m, ""))
+                lines.append(_row(f"  {domain}", width, "", m, "", texts))
     if len(runs) > 1:
         lines.append(_row("all runs", width, sum(r["sheets"] for r in runs), report["overall"],
-                          ""))
+                          "", texts))
     fitness = report["judge_fitness"]
     lines.append(f"judge: {fitness['status']} ({'; '.join(fitness['reasons'])})")
     errors = [(r["model"], e) for r in runs for e in r["errors"]]
@@ -211,7 +239,9 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
             lines.append(f"  {model} {e['case_id']} {e['probe']}: {e['reason']}")
         if len(errors) > ERRORS_LISTED:
             lines.append(f"  ... and {len(errors) - ERRORS_LISTED} more in the JSON report")
-    priced = judge.get("price_usd_per_mtok") is not None or not report["asked"]
-    cost = f"${report['cost_usd']:.4f}" if priced else f"unknown (no price for {judge['model']})"
+    unpriced = [who["model"] for who, role in ((judge, "judge"), (rater or judge, "rater"))
+                if who.get("price_usd_per_mtok") is None and report["asked_by"][role]]
+    cost = f"${report['cost_usd']:.4f}" if not unpriced else \
+        f"unknown (no price for {', '.join(dict.fromkeys(unpriced))})"
     lines.append(f"asked {report['asked']}, cached {report['cached']}, cost {cost}")
     return lines
