@@ -26,7 +26,8 @@ COLOURS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)]
 def _quarters_sheet() -> Image.Image:
     sheet = Image.new("RGB", (512, 512))
     for box, colour in zip(QUARTERS, COLOURS, strict=True):
-        sheet.paste(colour, tuple(int(v) for v in box))
+        left, top, right, bottom = (int(v) for v in box)
+        sheet.paste(colour, (left, top, right, bottom))
     return sheet
 
 
@@ -97,5 +98,5 @@ def test_a_textured_panel_has_contrast_and_detail() -> None:
 
 
 def test_no_boxes_read_no_panels() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="need at least one array"):
         read_panels(_quarters_sheet(), [])

@@ -11,6 +11,7 @@ from hypothesis.extra.numpy import arrays
 from numpy.typing import NDArray
 from PIL import Image
 
+from pytest_imagetime.sheet.filters import Array
 from pytest_imagetime.sheet.grid import Region
 from pytest_imagetime.sheet.panels import read_panels
 from pytest_imagetime.sheet.phases import (
@@ -85,8 +86,8 @@ def test_order_fraction_is_a_share(stack: NDArray[np.float64]) -> None:
     assert fraction * 8 == pytest.approx(round(fraction * 8))  # 4 triples, 2 conditions each
 
 
-def _subject_at(positions: list[tuple[int, int]]) -> list[NDArray[np.float64]]:
-    thumbs = []
+def _subject_at(positions: list[tuple[int, int]]) -> list[Array]:
+    thumbs: list[Array] = []
     for y, x in positions:
         thumb = np.full((48, 48, 3), 0.2)
         thumb[y:y + 6, x:x + 6] = 0.9
@@ -109,7 +110,8 @@ def test_no_trajectory_when_nothing_moves() -> None:
 
 def test_no_trajectory_when_the_whole_scene_changes() -> None:
     rng = np.random.default_rng(0)
-    assert trajectory_order([rng.random((48, 48, 3)) for _ in range(4)]) is None
+    scenes: list[Array] = [rng.random((48, 48, 3)) for _ in range(4)]
+    assert trajectory_order(scenes) is None
 
 
 def test_histogram_overlap_is_one_for_equal_and_zero_for_disjoint() -> None:
