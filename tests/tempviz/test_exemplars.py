@@ -57,7 +57,7 @@ def test_a_missing_column_is_named(tmp_path: Path) -> None:
 
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(ExamplesError, match="absent.csv: no such file"):
+    with pytest.raises(ExamplesError, match=r"absent\.csv: no such file"):
         load_exemplars(tmp_path / "absent.csv", "simple")
 
 
