@@ -215,12 +215,9 @@ def test_a_bad_questions_line_names_the_file_and_line(tmp_path: Path, line: str,
         read_questions(path)
 
 
-@pytest.mark.xfail(strict=True, reason="read_questions lets question_from's InvalidAnswer (a "
-                   "JudgeError, not a ValueError) through, so `imagetime tempviz vqa-answer` "
-                   "ends in a traceback instead of exit 2")
 @pytest.mark.parametrize(("line", "problem"), [
     ('{"id": "Maps-0", "questions": [{"kind": "essay", "question": "q", "answer": "a"}]}',
-     "question 1: kind 'essay': use open or choice"),
+     "kind 'essay': use open or choice"),
     ('{"id": "Maps-0", "questions": [{"kind": "choice", "question": "q", "answer": "c", '
      '"choices": ["a", "b"]}]}', "the answer 'c' is not one of its options"),
 ])

@@ -16,6 +16,7 @@ from typing import Any
 
 from PIL import Image
 
+from ...backends.openai_client import InvalidAnswer
 from ...judges.vlm import image_data_url
 from ...rubric.judgment import JudgeError
 from ...store.atomic import atomic_write_bytes
@@ -69,6 +70,8 @@ def read_questions(path: Path) -> dict[str, list[Question]]:
                                     for n, q in enumerate(line["questions"], start=1)]
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{where}: not a questions line: {exc}") from None
+        except InvalidAnswer as exc:  # a question that parses but breaks the questions' rules
+            raise ValueError(str(exc)) from None
     return out
 
 
