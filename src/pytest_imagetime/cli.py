@@ -1,5 +1,5 @@
 """The ``imagetime`` command: its parser, built from the rooms' light parser modules, and the one
-place that imports the runner a subcommand names (``run="module:function"``).
+place that imports the runner a subcommand names (``runner="module:function"``).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--complete", action="store_true", help="Require both variants of every "
                       "inventory concept of the linted domains.")
     lint.add_argument("--strict", action="store_true", help="Warnings fail too.")
-    lint.set_defaults(run="pytest_imagetime.cases.runs:lint")
+    lint.set_defaults(runner="pytest_imagetime.cases.runs:lint")
     summary = sub.add_parser("summary", help="Print the summary table of stored runs.")
     summary.add_argument("runs", nargs="+", help="Run directories or report.json files.")
-    summary.set_defaults(run="pytest_imagetime.report.runs:summary")
+    summary.set_defaults(runner="pytest_imagetime.report.runs:summary")
     merge = sub.add_parser("merge", help="Join the output directories of shards "
                            "(--imagetime-shard=K/N) into one run.")
     merge.add_argument("parts", nargs="+", help="Output directories of the shards.")
@@ -44,14 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--partial", action="store_true",
                        help="Merge parts that do not cover the suite (a shard missing, a -k "
                        "selection); the merged report says it is partial.")
-    merge.set_defaults(run="pytest_imagetime.report.runs:merge", writes=("out", "folder"))
+    merge.set_defaults(runner="pytest_imagetime.report.runs:merge", writes=("out", "folder"))
     report = sub.add_parser("report", help="HTML report (leaderboard and case pages) and the "
                             "benchmark's figures from stored runs.")
     report.add_argument("runs", nargs="+", help="Run directories, report.json files or output "
                         "directories.")
     report.add_argument("-o", "--out", default="imagetime-report",
                         help="Folder to write (default: imagetime-report).")
-    report.set_defaults(run="pytest_imagetime.report.runs:report", writes=("out", "folder"))
+    report.set_defaults(runner="pytest_imagetime.report.runs:report", writes=("out", "folder"))
     comp = sub.add_parser("compare", help="Gate stored runs against a baseline (the same "
                           "output and exit status as the plugin's gate).")
     comp.add_argument("baseline", help="Baseline report.json, run directory or output directory.")
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Breach a tolerance only when the drop is significant.")
     comp.add_argument("--allow-judge-change", action="store_true",
                       help="Compare runs scored by different judges or rubrics.")
-    comp.set_defaults(run="pytest_imagetime.gate.runs:compare")
+    comp.set_defaults(runner="pytest_imagetime.gate.runs:compare")
     agree_parser(sub)
     human_agree_parser(sub)
     cases_parser(sub)
@@ -90,10 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def runner(args: argparse.Namespace) -> Callable[[argparse.Namespace], int]:
-    """The function that runs the parsed subcommand: its ``run`` default, or its ``func``."""
-    if not hasattr(args, "run"):
+    """The function that runs the parsed subcommand: its ``runner`` default, or its ``func``."""
+    if not hasattr(args, "runner"):
         return args.func  # type: ignore[no-any-return]
-    module, _, name = args.run.partition(":")
+    module, _, name = args.runner.partition(":")
     # Only the chosen subcommand's modules load, so that --help and the parsers stay light.
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 

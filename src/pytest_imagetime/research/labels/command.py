@@ -31,14 +31,14 @@ def add_parser(sub: Any) -> None:
                      "items.csv filled in by hand.")
     imp.add_argument("-o", "--out", required=True, metavar="TABLE.csv", help="Table to write.")
     imp.add_argument("--annotator", help="Keep only this annotator's answers.")
-    imp.set_defaults(run=f"{RUNNERS}:import_labels", writes=("out", "file"))
+    imp.set_defaults(runner=f"{RUNNERS}:import_labels", writes=("out", "file"))
 
     judge = commands.add_parser("judge", help="The judge's answers of stored runs in the "
                                 "columns of the form.")
     judge.add_argument("runs", nargs="+", help="Run directories, report.json files or output "
                        "directories.")
     judge.add_argument("-o", "--out", required=True, metavar="TABLE.csv", help="Table to write.")
-    judge.set_defaults(run=f"{RUNNERS}:write_judge_table", writes=("out", "file"))
+    judge.set_defaults(runner=f"{RUNNERS}:write_judge_table", writes=("out", "file"))
 
     for parser in (export, imp):
         parser.add_argument("--cases", action="append", default=[], metavar="PATH",
@@ -48,4 +48,4 @@ def add_parser(sub: Any) -> None:
         parser.add_argument("--format", choices=FORMATS, default="wide",
                             help="wide: one row per item; long: one row per predicate answer "
                             "(default wide).")
-    export.set_defaults(run=f"{RUNNERS}:export_form", writes=("out", "folder"))
+    export.set_defaults(runner=f"{RUNNERS}:export_form", writes=("out", "folder"))

@@ -71,7 +71,7 @@ def add_parser(sub: Any) -> None:
     for parser, runner in ((prf, "prf"), (rnd, "random_baseline"), (pbs, "pbs"),
                            (sweep, "threshold_sweep")):
         parser.add_argument("--json", action="store_true", help="Print the results as JSON.")
-        parser.set_defaults(run=f"{RUNS}:{runner}")
+        parser.set_defaults(runner=f"{RUNS}:{runner}")
 
     judge = commands.add_parser("judge", help="The paper's judge: one whole-prompt question "
                                 "per stored image, simple or instructed, 0- or k-shot.")
@@ -88,7 +88,7 @@ def add_parser(sub: Any) -> None:
     _endpoint_arguments(judge)
     judge.add_argument("-o", "--out", required=True, metavar="TABLE.csv",
                        help="Table to write.")
-    judge.set_defaults(run=f"{RUNS}:judge", writes=("out", "file"))
+    judge.set_defaults(runner=f"{RUNS}:judge", writes=("out", "file"))
 
     questions = commands.add_parser("vqa-questions", help="Decompositional VQA, step 1: an "
                                     "LLM writes open and multiple-choice questions per prompt.")
@@ -100,7 +100,7 @@ def add_parser(sub: Any) -> None:
     _endpoint_arguments(questions)
     questions.add_argument("-o", "--out", required=True, metavar="QUESTIONS.jsonl",
                            help="Questions file to write.")
-    questions.set_defaults(run=f"{RUNS}:vqa_questions", writes=("out", "file"))
+    questions.set_defaults(runner=f"{RUNS}:vqa_questions", writes=("out", "file"))
 
     answer = commands.add_parser("vqa-answer", help="Decompositional VQA, step 2: a VLM "
                                  "answers the questions about each image; the share correct.")
@@ -113,7 +113,7 @@ def add_parser(sub: Any) -> None:
     _endpoint_arguments(answer)
     answer.add_argument("-o", "--out", required=True, metavar="TABLE.csv",
                         help="Score table to write.")
-    answer.set_defaults(run=f"{RUNS}:vqa_answer", writes=("out", "file"))
+    answer.set_defaults(runner=f"{RUNS}:vqa_answer", writes=("out", "file"))
 
     export = commands.add_parser("label-export", help="Human labels: a sample balanced across "
                                  "categories and models as a form with Q1-Q3 (form.html) and "
@@ -127,7 +127,7 @@ def add_parser(sub: Any) -> None:
     export.add_argument("--annotator", help="Annotator name filled into the form.")
     export.add_argument("--max-px", type=int, default=1024,
                         help="Scale larger images down to this many pixels (default 1024).")
-    export.set_defaults(run=f"{RUNS}:label_export", writes=("out", "folder"))
+    export.set_defaults(runner=f"{RUNS}:label_export", writes=("out", "folder"))
 
 
 def _endpoint_arguments(parser: argparse.ArgumentParser) -> None:
