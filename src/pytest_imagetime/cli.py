@@ -12,9 +12,7 @@ from pathlib import Path
 
 from . import __version__
 from .cases.command import cases_parser
-from .research.agreement.command import add_parser as agree_parser
-from .research.agreement.human import add_parser as human_agree_parser
-from .research.agreement.judges import add_parser as judges_agree_parser
+from .research.agreement.parsers import agree_parser, human_agree_parser, judges_agree_parser
 from .research.baselines.command import add_parser as baseline_parser
 from .research.labels.command import add_parser as label_parser
 from .research.probe.commands import add_parser as probe_order_parser

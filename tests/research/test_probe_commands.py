@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_imagetime.cli import runner
-from pytest_imagetime.research.agreement.judges import add_parser as judges_agree_parser
+from pytest_imagetime.research.agreement.parsers import judges_agree_parser
 from pytest_imagetime.research.cases import load_cases
 from pytest_imagetime.research.probe.commands import DEFAULT_OUT
 from pytest_imagetime.research.probe.commands import add_parser as probe_order_parser
