@@ -17,6 +17,7 @@ from .research.baselines.command import add_parser as baseline_parser
 from .research.labels.command import add_parser as label_parser
 from .research.probe.commands import add_parser as probe_order_parser
 from .research.tempviz_paper.command import add_parser as tempviz_parser
+from .store.writable import file_problem, folder_problem
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,8 +100,6 @@ def runner(args: argparse.Namespace) -> Callable[[argparse.Namespace], int]:
 def _output_problem(args: argparse.Namespace) -> str | None:
     """Why the subcommand's output path cannot be written (its ``writes`` default names the
     argument and whether it is a folder or a file), checked before any work is done."""
-    from .store.writable import file_problem, folder_problem
-
     writes = getattr(args, "writes", None)
     if writes is None:
         return None
