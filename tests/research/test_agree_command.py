@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_imagetime.research.agreement.command import COLUMNS, add_parser, run
+from pytest_imagetime.research.agreement.command import COLUMNS, run
+from pytest_imagetime.research.agreement.parsers import agree_parser
 
 
 def _table(path: Path, rows: list[str], head: str = "model,case_id,domain,label") -> str:
@@ -19,7 +20,7 @@ def _table(path: Path, rows: list[str], head: str = "model,case_id,domain,label"
 
 def _agree(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="imagetime")
-    add_parser(parser.add_subparsers(dest="command"))
+    agree_parser(parser.add_subparsers(dest="command"))
     code: int = run(parser.parse_args(["agree", *argv]))
     return code
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pytest_imagetime.research.baselines import command
-from pytest_imagetime.research.baselines.command import COLUMNS, add_parser, run
+from pytest_imagetime.research.baselines import runs
+from pytest_imagetime.research.baselines.command import add_parser
+from pytest_imagetime.research.baselines.runs import COLUMNS, run
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -22,7 +23,8 @@ def _args(*argv: str) -> argparse.Namespace:
 
 def test_both_metrics_parse_with_their_defaults() -> None:
     clip = _args("clipscore", "out")
-    assert (clip.metric, clip.runs, clip.batch_size, clip.func) == ("clipscore", ["out"], 8, run)
+    assert (clip.metric, clip.runs, clip.batch_size) == ("clipscore", ["out"], 8)
+    assert clip.runner == "pytest_imagetime.research.baselines.runs:run"
     caption = _args("caption", "a", "b", "--batch-size", "2", "-o", "t.csv")
     assert (caption.runs, caption.batch_size, caption.out) == (["a", "b"], 2, "t.csv")
     assert COLUMNS["clipscore"][:3] == COLUMNS["caption"][:3] == ("model", "case_id", "score")
@@ -67,11 +69,11 @@ def test_rows_are_written_with_their_summary(tmp_path: Path, monkeypatch: pytest
         Image.new("RGB", (2, 2)).save(images / f"{name}.png")
         (images / f"{name}.json").write_text(json.dumps({"model": "m", "prompt": name * 3}))
 
-    def fake(args: argparse.Namespace) -> tuple[command.ScoreChunk, object]:
+    def fake(args: argparse.Namespace) -> tuple[runs.ScoreChunk, object]:
         return (lambda imgs, prompts: [{"score": str(len(p)), "cosine": "0.1"}
                                        for p in prompts]), (lambda prompts: 1)
 
-    monkeypatch.setattr(command, "_clipscore", fake)
+    monkeypatch.setattr(runs, "_clipscore", fake)
     out = tmp_path / "table.csv"
     assert run(_args("clipscore", str(tmp_path / "m"), "-o", str(out))) == 0
     assert out.read_text().splitlines() == ["model,case_id,score,cosine", "m,a,3,0.1",

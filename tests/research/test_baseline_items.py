@@ -11,7 +11,6 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.cases.model import Case
-from pytest_imagetime.research.baselines.command import score_items
 from pytest_imagetime.research.baselines.items import (
     ImageItem,
     find_items,
@@ -20,6 +19,7 @@ from pytest_imagetime.research.baselines.items import (
     read_prompts,
 )
 from pytest_imagetime.research.baselines.loading import BaselineError
+from pytest_imagetime.research.baselines.runs import score_items
 from tests.builders import make_case
 
 

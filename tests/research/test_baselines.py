@@ -16,15 +16,13 @@ import pytest
 from PIL import Image
 
 from pytest_imagetime.cli import main
-from pytest_imagetime.research.baselines import (
-    CLIPSCORE_WEIGHT,
-    BaselineError,
+from pytest_imagetime.research.baselines.caption_similarity import (
     CaptionSimilarityScorer,
-    ClipScorer,
     SentenceEmbedder,
-    strip_imperative,
 )
-from pytest_imagetime.research.baselines.prompts import strip_order
+from pytest_imagetime.research.baselines.clipscore import CLIPSCORE_WEIGHT, ClipScorer
+from pytest_imagetime.research.baselines.loading import BaselineError
+from pytest_imagetime.research.baselines.prompts import strip_imperative, strip_order
 from tests.builders import PROMPT, case_dict, write_case_file
 from tests.tiny_text_models import save_bert, save_blip, save_clip
 
@@ -342,11 +340,11 @@ def test_clipscore_compares_the_stripped_prompt(
 
 
 def test_the_defaults_are_the_papers_models() -> None:
-    from pytest_imagetime.research.baselines.caption_similarity import (
+    from pytest_imagetime.research.baselines.defaults import (
         DEFAULT_CAPTIONER,
+        DEFAULT_CLIP,
         DEFAULT_EMBEDDER,
     )
-    from pytest_imagetime.research.baselines.clipscore import DEFAULT_CLIP
 
     assert DEFAULT_CLIP == "laion/CLIP-ViT-bigG-14-laion2B-39B-b160k"
     assert DEFAULT_CAPTIONER == "Salesforce/blip-image-captioning-base"

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_imagetime.research.labels.command import SHOWN_PROBLEMS, add_parser
+from pytest_imagetime.cli import runner
+from pytest_imagetime.research.labels.command import add_parser
+from pytest_imagetime.research.labels.runners import SHOWN_PROBLEMS
 from tests.builders import case_dict, write_case_file
 
 
@@ -15,7 +17,7 @@ def _run(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="imagetime")
     add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["label", *argv])
-    code: int = args.func(args)
+    code: int = runner(args)(args)
     return code
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_imagetime.research.agreement.judges import add_parser as judges_agree_parser
+from pytest_imagetime.cli import runner
+from pytest_imagetime.research.agreement.parsers import judges_agree_parser
 from pytest_imagetime.research.cases import load_cases
 from pytest_imagetime.research.probe.commands import DEFAULT_OUT
 from pytest_imagetime.research.probe.commands import add_parser as probe_order_parser
@@ -69,7 +70,7 @@ def test_probe_order_without_sheets_exits_2(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = write_case_file(tmp_path / "k.yaml", [case_dict()])
     args = _parse("probe-order", str(tmp_path / "empty"), "--cases", str(path))
-    assert args.func(args) == 2
+    assert runner(args)(args) == 2
     assert capsys.readouterr().err.strip() == (
         f"imagetime probe-order: no stored sheets (an images/ folder) under {tmp_path / 'empty'}")
 
@@ -90,7 +91,7 @@ def test_judges_agree_from_the_model_or_a_judges_directory(
     _judged(model / "vlm-chain", "kitchen-pour-water-1", 5)
     for run in (model, model / "vlm"):
         args = _parse("judges-agree", str(run), "--cases", str(cases), "--json")
-        assert args.func(args) == 0
+        assert runner(args)(args) == 0
         result: dict[str, Any] = json.loads(capsys.readouterr().out)
         assert result["run"] == str(model)
         assert result["overall"]["dims"]["C0"]["mae"] == 2.0
@@ -101,10 +102,10 @@ def test_judges_agree_without_common_sheets_exits_2(tmp_path: Path,
     cases = write_case_file(tmp_path / "k.yaml", [case_dict()])
     _judged(tmp_path / "m" / "vlm", "kitchen-pour-water-1", 7)
     args = _parse("judges-agree", str(tmp_path / "m"), "--b", "pixel", "--cases", str(cases))
-    assert args.func(args) == 2
+    assert runner(args)(args) == 2
     assert capsys.readouterr().err.strip() == (
         f"imagetime judges-agree: no sheet of {tmp_path / 'm'} was judged by both vlm and "
         f"pixel (looked in {tmp_path / 'm'}/<judge>/judgments)")
     bad = _parse("judges-agree", str(tmp_path / "m"), "--cases", str(tmp_path / "nope"))
-    assert bad.func(bad) == 2
+    assert runner(bad)(bad) == 2
     assert "no such file or directory" in capsys.readouterr().err

@@ -11,7 +11,6 @@ from typing import Any
 
 from . import stats
 from .tables import (
-    LABEL_TYPES,
     SHOWN_KEYS,
     Joined,
     LabelType,
@@ -181,21 +180,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(text_lines(result, args)))
     return 0
-
-
-def add_parser(sub: Any) -> None:
-    agree = sub.add_parser(
-        "agree", help="Agreement between two label tables (people, judges): kappa, "
-        "correlations, precision/recall/F1, per group and overall.")
-    agree.add_argument("a", help="Table A, CSV or JSONL (the reference for precision/recall).")
-    agree.add_argument("b", help="Table B, CSV or JSONL.")
-    agree.add_argument("--on", required=True, metavar="KEY[,KEY...]",
-                       help="Key columns that join the tables, e.g. model,case_id.")
-    agree.add_argument("--label", required=True, metavar="COLUMN", help="Label column of A "
-                       "(and of B unless --label-b).")
-    agree.add_argument("--label-b", metavar="COLUMN", help="Label column of B.")
-    agree.add_argument("--by", metavar="COLUMN", help="Also report per value of this column.")
-    agree.add_argument("--type", choices=LABEL_TYPES, help="Compare the labels as this type "
-                       "instead of detecting it.")
-    agree.add_argument("--json", action="store_true", help="Print the results as JSON.")
-    agree.set_defaults(func=run)

@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from . import stats
+from .parsers import MIN_RATERS, NORMALISATIONS, TAUS
 
-NORMALISATIONS = ("z", "minmax")
-TAUS = ("b", "a")
-MIN_RATERS = 8  # the paper: every case is rated by at least 8 raters
 ALL = "all"  # the dimension of rows that name none
 AVERAGE = "Avg."
 
@@ -216,20 +214,3 @@ def run(args: argparse.Namespace) -> int:
 
 def _shown(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.4f}"
-
-
-def add_parser(sub: Any) -> None:
-    human = sub.add_parser(
-        "human-agree", help="A metric against human ratings as UI2V-Bench computes it: "
-        "per-rater normalisation, mean over raters, Kendall's tau and Spearman's rho.")
-    human.add_argument("ratings", help="Ratings, CSV or JSONL: rater,item,score[,dimension].")
-    human.add_argument("metric", help="Metric scores, CSV or JSONL: item,score[,dimension].")
-    human.add_argument("--normalise", choices=NORMALISATIONS, default="z",
-                       help="Each rater's scores within a dimension: z-score (default) or "
-                       "min-max.")
-    human.add_argument("--tau", choices=TAUS, default="b", help="Kendall's tau-b (default, "
-                       "ties corrected) or tau-a.")
-    human.add_argument("--min-raters", type=int, default=MIN_RATERS,
-                       help=f"Items with fewer raters are left out (default {MIN_RATERS}).")
-    human.add_argument("--json", action="store_true", help="Print the results as JSON.")
-    human.set_defaults(func=run)

@@ -161,17 +161,3 @@ def run(args: argparse.Namespace) -> int:
         for line in agreement_lines(result):
             print(line)
     return 0
-
-
-def add_parser(sub: Any) -> None:
-    agree = sub.add_parser("judges-agree", help="Agreement of two judges' stored judgments "
-                           "of the same sheets: verdicts, and C0/D8/D9/D13 "
-                           "(docs/question-chain.md).")
-    agree.add_argument("run", help="Model run directory holding both judges' folders "
-                       "(e.g. reports/procedural).")
-    agree.add_argument("--a", default="vlm", help="First judge (default: vlm).")
-    agree.add_argument("--b", default="vlm-chain", help="Second judge (default: vlm-chain).")
-    agree.add_argument("--cases", action="append", help="Case files or folders, for domains "
-                       "(default: the packaged cases); repeatable.")
-    agree.add_argument("--json", action="store_true", help="Print JSON.")
-    agree.set_defaults(func=run)

@@ -16,11 +16,10 @@ from typing import Any
 
 from PIL import Image
 
+from .defaults import DEFAULT_CAPTIONER, DEFAULT_EMBEDDER
 from .loading import batches, from_pretrained, libraries, resolve_device
 from .prompts import strip_imperative
 
-DEFAULT_CAPTIONER = "Salesforce/blip-image-captioning-base"  # the TempViz paper's
-DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 CAPTION_TOKENS = 30  # BLIP captions are one short sentence; this bounds a runaway decode
 EMBED_TOKENS = 256  # sentence-transformers' cut for all-MiniLM-L6-v2
 DEFAULT_BATCH = 8

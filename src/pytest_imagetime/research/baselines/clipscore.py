@@ -20,9 +20,9 @@ from typing import Any
 
 from PIL import Image
 
+from .defaults import DEFAULT_CLIP
 from .loading import batches, features, from_pretrained, libraries, resolve_device
 
-DEFAULT_CLIP = "laion/CLIP-ViT-bigG-14-laion2B-39B-b160k"  # the TempViz paper's
 CLIPSCORE_WEIGHT = 2.5
 DEFAULT_BATCH = 16
 

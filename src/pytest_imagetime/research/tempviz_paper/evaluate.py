@@ -13,10 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..agreement.stats import macro_prf
+from .choices import DEFAULT_SEED, DISTRIBUTIONS
 
 OVERALL = "overall"
-DISTRIBUTIONS = ("uniform", "prior")
-DEFAULT_SEED = 0
 # Figure 4 shows its thresholds only on an axis; tenths from 0 to 1 cover it.
 THRESHOLDS: tuple[float, ...] = tuple(round(i / 10, 1) for i in range(11))
 
