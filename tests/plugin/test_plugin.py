@@ -165,7 +165,7 @@ def test_a_session_without_a_model_imports_only_the_options(pytester: pytest.Pyt
         import sys
 
         def test_modules():
-            heavy = ("pytest_imagetime.plugin.start", "pytest_imagetime.tempviz.session",
+            heavy = ("pytest_imagetime.plugin.start", "pytest_imagetime.plugin.tempviz_session",
                      "pytest_imagetime.cases.loading", "pytest_imagetime.engine.runner",
                      "numpy", "PIL", "yaml", "jsonschema")
             assert [m for m in heavy if m in sys.modules] == []

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...judges.base import JudgeOptions
-from ...tempviz.options import STYLES
+from ...tempviz.names import STYLES
 from ..agreement.tables import TableError
 from .evaluate import DEFAULT_SEED, DISTRIBUTIONS, OVERALL, THRESHOLDS, Prf
 from .labels import COMBINED, SETTINGS, TARGETS
