@@ -10,6 +10,9 @@ import pytest
 # The plugin imports its session only when a run asks for a model, and numpy only when a sheet
 # is drawn or measured. An in-process pytester run drops the modules it imported when it ends,
 # and numpy's core cannot be imported twice in one process: so they are imported here, once.
+import pytest_imagetime.plugin.start
+import pytest_imagetime.plugin.tempviz_session
+import pytest_imagetime.sheet.metrics  # noqa: F401
 from pytest_imagetime.cases.model import Case
 from tests.builders import make_case
 
