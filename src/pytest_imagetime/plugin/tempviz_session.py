@@ -22,7 +22,7 @@ from ..engine.item_error import ItemError
 from ..engine.pipeline import CostBudget, Job, Pipeline, model_concurrency
 from ..engine.runner import now
 from ..models.base import ImageModel
-from ..report.pytest_junit import PytestJunit, pytest_junit_of
+from ..report.pytest_junit import PytestJunit, junit_family, pytest_junit_of
 from ..sheet.prompts import SHEET
 from ..tempviz.examples import Examples, ExamplesError, load_examples
 from ..tempviz.judge import TempvizJudge
@@ -153,7 +153,7 @@ def start(config: pytest.Config, options: Options) -> None:
     session = TempvizSession(config, options, settings)
     if not hasattr(config, "workerinput") and not options.dry_run \
             and not config.option.collectonly:
-        from ..store.writable import UnwritablePath, check_run_outputs
+        from ..store.writable import UnwritablePath, check_run_outputs  # checked once, at start
 
         try:  # before any item runs, not when its reports are written
             check_run_outputs(options.out, session.junit, options.html,
@@ -334,7 +334,7 @@ class TempvizReporter:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
         if self._pytest_junit is not None:
-            from ..tempviz.junit import case_output
+            from ..tempviz.junit import case_output  # only with pytest's --junitxml
 
             self._pytest_junit.case(report, "tempviz.", record.to_properties(),
                                     case_output(record, self.config.invocation_params.dir))
@@ -353,13 +353,12 @@ class TempvizReporter:
             write_answers(run.paths.run_dir / "answers.csv", records)
             self.reports.append((run.paths.report, report))
         if self.options.html is not None and self.reports:
-            from ..tempviz.html import write_html
+            from ..tempviz.html import write_html  # only with --imagetime-html
 
             write_html([r for _, r in self.reports], self.options.html)
         all_records = [r for rs in self.records.values() for r in rs]
         if self.session.junit is not None and all_records:
-            from ..report.pytest_junit import junit_family
-            from ..tempviz.junit import write_junit
+            from ..tempviz.junit import write_junit  # only with --imagetime-junit
 
             write_junit(self.session.junit, all_records, self.messages,
                         case_properties=junit_family(self.config) == "xunit1",
