@@ -90,7 +90,6 @@ def retire_superseded_baseline(reporter: ImagetimeReporter, spec: RunSpec, writt
 def write_reports(reporter: ImagetimeReporter) -> None:
     """Each run's report of the items this session ran and of the run directory's other
     current items, compared with its baseline."""
-    from ..report.json_report import write_report
     created = now()
     suite = reporter.state.suite
     scope = suite.scope(reporter.options.shard)
