@@ -11,8 +11,8 @@ import pytest
 # is drawn or measured. An in-process pytester run drops the modules it imported when it ends,
 # and numpy's core cannot be imported twice in one process: so they are imported here, once.
 import pytest_imagetime.plugin.start
-import pytest_imagetime.sheet.metrics
-import pytest_imagetime.tempviz.session  # noqa: F401
+import pytest_imagetime.plugin.tempviz_session
+import pytest_imagetime.sheet.metrics  # noqa: F401
 from pytest_imagetime.cases.model import Case
 from tests.builders import make_case
 

@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -28,7 +27,7 @@ from pytest_imagetime.engine.estimate import (
 )
 from pytest_imagetime.engine.run_spec import RunSpec
 from pytest_imagetime.engine.runner import generate_sheet, obtain_judgment
-from pytest_imagetime.judges.base import SheetToJudge
+from pytest_imagetime.judges.base import Judge, SheetToJudge
 from pytest_imagetime.judges.pixel import PixelJudge
 from pytest_imagetime.judges.prompt import case_text, response_schema, system_prompt
 from pytest_imagetime.models.procedural import ProceduralModel
@@ -59,12 +58,22 @@ def test_the_shared_prefix_is_whole_cache_steps_of_the_system_prompt() -> None:
         assert system - CACHE_STEP_TOKENS < tokens <= system
 
 
-class _PricedJudge:
+class _PricedJudge(Judge):
     """A judge calling a priced model (``price`` None: a model without a known price)."""
 
+    calls_a_model = True
+
     def __init__(self, price: Price | None, response_format: str = "json_schema") -> None:
-        self.price = price
-        self.options = SimpleNamespace(response_format=response_format)
+        self._price = price
+        self._response_format = response_format
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    @property
+    def response_format(self) -> str:
+        return self._response_format
 
     @property
     def name(self) -> str:

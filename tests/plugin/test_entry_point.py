@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import pytest_imagetime.plugin
-import pytest_imagetime.tempviz.plugin
+import pytest_imagetime.plugin.tempviz
 from pytest_imagetime.plugin import hookspec
 
 
@@ -14,7 +14,7 @@ def test_the_entry_points_are_the_installed_plugins(pytester: pytest.Pytester) -
     config = pytester.parseconfig()
     manager = config.pluginmanager
     assert manager.get_plugin("imagetime") is pytest_imagetime.plugin
-    assert manager.get_plugin("imagetime-tempviz") is pytest_imagetime.tempviz.plugin
+    assert manager.get_plugin("imagetime-tempviz") is pytest_imagetime.plugin.tempviz
     assert manager.hook.pytest_imagetime_item_conditions.spec is not None
     assert manager.hook.pytest_imagetime_update_report.spec is not None
     assert hookspec.pytest_imagetime_update_report.__doc__

@@ -165,7 +165,7 @@ def test_a_session_without_a_model_imports_only_the_options(pytester: pytest.Pyt
         import sys
 
         def test_modules():
-            heavy = ("pytest_imagetime.plugin.start", "pytest_imagetime.tempviz.session",
+            heavy = ("pytest_imagetime.plugin.start", "pytest_imagetime.plugin.tempviz_session",
                      "pytest_imagetime.cases.loading", "pytest_imagetime.engine.runner",
                      "numpy", "PIL", "yaml", "jsonschema")
             assert [m for m in heavy if m in sys.modules] == []
@@ -295,7 +295,7 @@ def test_files_model_missing_image_is_an_error(pytester: pytest.Pytester) -> Non
     ("option", "message"),
     [
         ("--imagetime-model=nope", "--imagetime-model=nope: unknown model 'nope'; available: "
-                                   "diffusers, files, flux, flux-dev, *, procedural, *"),
+                                   "bfl, diffusers, files, flux, flux-dev, *, procedural, *"),
         ("--imagetime-model=procedural:wobbly", "--imagetime-model=procedural:wobbly: *wobbly*"),
         ("--imagetime-judge=oracle", "--imagetime-judge=oracle: unknown judge 'oracle'*"),
         ("--imagetime-size=12", "--imagetime-size=12: give the sheet size in pixels, an "

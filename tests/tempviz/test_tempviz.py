@@ -20,7 +20,7 @@ from pytest_imagetime.cli import main
 from pytest_imagetime.judges.base import JudgeOptions
 from pytest_imagetime.tempviz.examples import ExamplesError, load_examples
 from pytest_imagetime.tempviz.judge import TempvizJudge, parse_instructed, parse_simple
-from pytest_imagetime.tempviz.options import CATEGORIES
+from pytest_imagetime.tempviz.names import CATEGORIES
 from pytest_imagetime.tempviz.prompts import TempvizDataError, load_table
 from pytest_imagetime.tempviz.report import validate_report
 from tests.fake_openai import ChatServer, ServerState, chat_server

@@ -274,7 +274,7 @@ class CaseItem(PlainFailures, pytest.Item):
                 raise ConditionsNotMet(f"{self.case.id}: the dense grid is {width}x{height}, "
                                        f"not square")
             return
-        from ..engine.conditions import explain, unmet_conditions
+        from ..engine.conditions import explain, unmet_conditions  # at the first item run
 
         assert self.outcome is not None
         threshold = self.config.stash[state_key].options.pass_threshold

@@ -389,7 +389,7 @@ def _drawn_or_stored_sheets(items: list[CaseItem]) -> Iterator[tuple[RunSpec, Ca
     """Each item's sheet, stored or drawn (and stored) here: in batches of the backend's
     batch size, several at once for a hosted backend. Items that cannot have one are left
     out: each reports why when it runs."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor  # batch judging only
 
     # Batch judging only: the engine is loaded by then, these find it in sys.modules.
     from ..engine.pipeline import model_concurrency

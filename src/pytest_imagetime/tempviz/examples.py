@@ -18,7 +18,7 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 
 from ..research.agreement.tables import FALSE_WORDS, TRUE_WORDS, TableError, read_table
-from .options import CATEGORIES
+from .names import CATEGORIES
 from .prompts import QUESTIONS, Prompt, TempvizDataError, load_table, table_path
 
 MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}

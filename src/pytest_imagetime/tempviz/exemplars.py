@@ -14,7 +14,7 @@ from pathlib import Path
 from ..research.agreement.tables import FALSE_WORDS, TRUE_WORDS, TableError, read_table
 from .examples import ExamplesError, _data_url
 from .judge import Exemplar
-from .options import CATEGORIES
+from .names import CATEGORIES
 
 
 def load_exemplars(path: Path, style: str) -> tuple[Exemplar, ...]:

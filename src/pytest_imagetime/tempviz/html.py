@@ -19,7 +19,7 @@ from PIL import Image
 from ..report.html import esc, page, url
 from ..store.atomic import atomic_write_bytes, read_json
 from ..store.paths import dir_slug
-from .options import CATEGORIES
+from .names import CATEGORIES
 from .prompts import QUESTION_NAMES
 from .report import COMBINED, LABELS
 

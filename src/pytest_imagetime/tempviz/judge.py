@@ -30,7 +30,7 @@ from ..judges.base import JudgeOptions
 from ..rubric.judgment import JudgeError
 from ..store.paths import dir_slug
 from .examples import Example, Examples
-from .options import STYLES
+from .names import STYLES
 from .prompts import QUESTION_NAMES, QUESTIONS, Prompt
 
 PROMPT_VERSION = "tempviz-judge/1"

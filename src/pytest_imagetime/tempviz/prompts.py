@@ -19,7 +19,7 @@ from pathlib import Path
 from ..cases.inventory import slug
 from ..cases.model import Case, Setup
 from ..rubric.facts import Applicability
-from .options import CATEGORIES
+from .names import CATEGORIES
 
 QUESTIONS: tuple[str, ...] = ("q1", "q2", "q3")
 # Which annotation column asks which question (the tables' order differs from the paper's).

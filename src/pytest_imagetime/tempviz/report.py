@@ -21,7 +21,7 @@ import jsonschema
 
 from .. import __version__
 from ..store.atomic import atomic_write_bytes, atomic_write_json
-from .options import CATEGORIES
+from .names import CATEGORIES
 from .prompts import QUESTIONS
 from .record import TempvizRecord
 

@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from ...judges.base import JudgeOptions
-from ...tempviz.options import STYLES
+from ...tempviz.names import STYLES
 from .choices import DEFAULT_SEED, DISTRIBUTIONS
 from .labels import COMBINED, SETTINGS, TARGETS
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...store.atomic import read_json
-from ...tempviz.options import CATEGORIES
+from ...tempviz.names import CATEGORIES
 
 
 @dataclass(frozen=True)

@@ -22,17 +22,12 @@ from ..engine.item_error import ItemError
 from ..engine.pipeline import CostBudget, Job, Pipeline, model_concurrency
 from ..engine.runner import now
 from ..models.base import ImageModel
-from ..plugin.failure_text import PlainFailures, last_line, report_text
-from ..plugin.markers import Markers
-from ..plugin.options import Options, for_session, option_path
-from ..plugin.registered_models import session_models
-from ..plugin.scheduling import shard_cases
-from ..report.pytest_junit import PytestJunit, pytest_junit_of
+from ..report.pytest_junit import PytestJunit, junit_family, pytest_junit_of
 from ..sheet.prompts import SHEET
-from .examples import Examples, ExamplesError, load_examples
-from .judge import TempvizJudge
-from .options import CATEGORIES, STYLES
-from .prompts import (
+from ..tempviz.examples import Examples, ExamplesError, load_examples
+from ..tempviz.judge import TempvizJudge
+from ..tempviz.names import CATEGORIES, STYLES
+from ..tempviz.prompts import (
     KNOWN_DIFFICULTIES,
     KNOWN_PROMPT_CATEGORIES,
     QUESTION_NAMES,
@@ -42,9 +37,9 @@ from .prompts import (
     check_directory,
     load_table,
 )
-from .record import TempvizRecord
-from .report import build_report, summary_lines, write_answers, write_report
-from .runner import (
+from ..tempviz.record import TempvizRecord
+from ..tempviz.report import build_report, summary_lines, write_answers, write_report
+from ..tempviz.runner import (
     DrawnImage,
     Outcome,
     StoredImage,
@@ -53,6 +48,11 @@ from .runner import (
     run_paths,
     stored_outcome_exists,
 )
+from .failure_text import PlainFailures, last_line, report_text
+from .markers import Markers
+from .options import Options, for_session, option_path
+from .registered_models import session_models
+from .scheduling import shard_cases
 
 PLUGIN_NAME = "imagetime-tempviz-session"
 PromptJob = Job[TempvizRun, Prompt, TempvizRecord]
@@ -153,7 +153,7 @@ def start(config: pytest.Config, options: Options) -> None:
     session = TempvizSession(config, options, settings)
     if not hasattr(config, "workerinput") and not options.dry_run \
             and not config.option.collectonly:
-        from ..store.writable import UnwritablePath, check_run_outputs
+        from ..store.writable import UnwritablePath, check_run_outputs  # checked once, at start
 
         try:  # before any item runs, not when its reports are written
             check_run_outputs(options.out, session.junit, options.html,
@@ -334,7 +334,7 @@ class TempvizReporter:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
         if self._pytest_junit is not None:
-            from .junit import case_output
+            from ..tempviz.junit import case_output  # only with pytest's --junitxml
 
             self._pytest_junit.case(report, "tempviz.", record.to_properties(),
                                     case_output(record, self.config.invocation_params.dir))
@@ -353,13 +353,12 @@ class TempvizReporter:
             write_answers(run.paths.run_dir / "answers.csv", records)
             self.reports.append((run.paths.report, report))
         if self.options.html is not None and self.reports:
-            from .html import write_html
+            from ..tempviz.html import write_html  # only with --imagetime-html
 
             write_html([r for _, r in self.reports], self.options.html)
         all_records = [r for rs in self.records.values() for r in rs]
         if self.session.junit is not None and all_records:
-            from ..report.pytest_junit import junit_family
-            from .junit import write_junit
+            from ..tempviz.junit import write_junit  # only with --imagetime-junit
 
             write_junit(self.session.junit, all_records, self.messages,
                         case_properties=junit_family(self.config) == "xunit1",

@@ -2,7 +2,7 @@
 
 With ``--imagetime-suite=tempviz --imagetime-tempviz-data=DIR`` and one or more
 ``--imagetime-model``, every row of ``DIR/<Category>.csv`` becomes one item per model (see
-``session.py``, imported only then). Its items run on the engine the ImageTime suite runs
+``tempviz_session.py``, imported only then). Its items run on the engine the ImageTime suite runs
 on (``engine/pipeline.py``, through ``runner.TempvizSuite``).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from ..plugin.options import parse_options, registered
-from .options import TEMPVIZ_OPTIONS, add_tempviz_options
+from .options import parse_options, registered
+from .tempviz_options import TEMPVIZ_OPTIONS, add_tempviz_options
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,12 +32,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     options = parse_options(config)
     if getattr(config.option, "markers", False):  # --markers lists ours and runs nothing
-        from .session import register_markers
+        from .tempviz_session import register_markers
 
         register_markers(config)
         return
     if options.suite != "tempviz":
         return
-    from .session import start
+    from .tempviz_session import start
 
     start(config, options)

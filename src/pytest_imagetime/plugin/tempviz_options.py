@@ -1,11 +1,11 @@
-"""The TempViz suite's names and options: light, since every pytest session adds them."""
+"""The TempViz suite's pytest options: light, since every pytest session adds them."""
 
 from __future__ import annotations
 
 import pytest
 
-CATEGORIES: tuple[str, ...] = ("Animals", "Artworks", "Buildings", "Landscapes", "Maps")
-STYLES: tuple[str, ...] = ("simple", "instructed")  # judge prompting
+from ..tempviz.names import CATEGORIES, STYLES
+
 TEMPVIZ_OPTIONS: tuple[str, ...] = ("tempviz-data", "tempviz-style", "tempviz-examples")
 
 
