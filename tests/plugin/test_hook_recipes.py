@@ -26,7 +26,8 @@ def _recipe(module: str) -> str:
 def test_the_mlflow_recipe_logs_each_run_once(pytester: pytest.Pytester,
                                               monkeypatch: pytest.MonkeyPatch,
                                               workers: list[str]) -> None:
-    pytest.importorskip("mlflow")
+    # mlflow (a test requirement) is imported only by the run's subprocess: imported here it
+    # would stay loaded in this process for the tests after this one.
     store = pytester.path / "mlruns"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store.as_uri())
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
