@@ -16,7 +16,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..backends.hosted_calls import CallsConfig, HostedCalls, fetch_bytes, request_json
+from ..backends.hosted_calls import HostedCalls, fetch_bytes, request_json
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .hosted import HostedModel, key_env_of, per_image_cost, read_key
 from .openai_images import decode_image
@@ -64,25 +64,14 @@ class BflModel(HostedModel):
         target, overrides = split_argument(argument)
         super().__init__(f"{name}:{argument}" if argument else name, target or DEFAULT_MODEL,
                          parse_overrides(overrides, OVERRIDES, name), options or ModelOptions())
-        self._calls: HostedCalls | None = None
         self._headers: dict[str, str] = {}
         if not self.options.calls:  # it only names and describes its sheets
             return
         key_env = key_env_of(self.options, KEY_ENV)
         key = read_key(key_env, "the bfl model")
         self._headers = {**self.options.headers, **({"x-key": key} if key else {})}
-        self._calls = HostedCalls(CallsConfig(
-            who="the BFL API", shown_url=self.base_url, key_env=key_env,
-            timeout_s=self.options.timeout_s, retries=self.options.retries,
-            secrets=tuple(s for s in (key, *self.options.headers.values()) if s),
-            model_option=f"the model in {name}:MODEL"),
+        self._calls = HostedCalls(self.calls_config("the BFL API", key_env, key, name),
             error=ModelError, check=self._check_key)
-
-    @property
-    def calls(self) -> HostedCalls:
-        if self._calls is None:
-            raise self.no_calls()
-        return self._calls
 
     def _url(self, path: str) -> str:
         return (self.options.base_url or DEFAULT_BASE_URL).rstrip("/") + path

@@ -19,7 +19,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..backends.hosted_calls import CallsConfig, HostedCalls
+from ..backends.hosted_calls import HostedCalls
 from ..backends.openai_client import Failure, server_message
 from ..backends.registry import import_extra
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
@@ -110,7 +110,6 @@ class GeminiImageModel(HostedModel):
         super().__init__(f"{name}:{argument}" if argument else name, target or DEFAULT_MODEL,
                          parse_overrides(overrides, OVERRIDES, name), options or ModelOptions())
         self.price = price_for(self.model)
-        self._calls: HostedCalls | None = None
         self._client: Any = None
         if not self.options.calls:  # it only names and describes its sheets
             return
@@ -127,11 +126,8 @@ class GeminiImageModel(HostedModel):
         else:
             self._client = self._genai.Client(api_key=key or "unused",
                                               http_options=http_options)
-        self._calls = HostedCalls(CallsConfig(
-            who="the Gemini API", shown_url=self.base_url, key_env=key_env,
-            timeout_s=self.options.timeout_s, retries=self.options.retries,
-            secrets=tuple(s for s in (key, *self.options.headers.values()) if s),
-            model_option=f"the model in {name}:MODEL", credentials=credentials),
+        self._calls = HostedCalls(
+            self.calls_config("the Gemini API", key_env, key, name, credentials),
             error=ModelError, classify=lambda exc: classify(self._genai, exc),
             check=self._check_model)
 
@@ -171,12 +167,6 @@ class GeminiImageModel(HostedModel):
     def config(self) -> Mapping[str, Any]:
         where = {"project": self.project, "location": self.location} if self.vertex else {}
         return {**super().config(), "api": "vertex" if self.vertex else "gemini", **where}
-
-    @property
-    def calls(self) -> HostedCalls:
-        if self._calls is None:
-            raise self.no_calls()
-        return self._calls
 
     def _check_model(self) -> None:
         """GET the model, free: the API answers, the key is accepted, the model exists."""

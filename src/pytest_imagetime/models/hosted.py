@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..backends.hosted_calls import CallsConfig, HostedCalls
 from ..backends.openai_client import NO_CALLS, safe_url
 from .base import ImageModel, ModelError, ModelOptions
 from .openai_images import price_for
@@ -69,6 +70,7 @@ class HostedModel(ImageModel):
         self.model = model
         self.overrides = dict(overrides)
         self._spec = spec
+        self._calls: HostedCalls | None = None  # set by a subclass that calls its API
 
     @property
     def name(self) -> str:
@@ -90,3 +92,19 @@ class HostedModel(ImageModel):
 
     def no_calls(self) -> ModelError:
         return ModelError(f"the {self.backend} model was {NO_CALLS}")
+
+    @property
+    def calls(self) -> HostedCalls:
+        if self._calls is None:
+            raise self.no_calls()
+        return self._calls
+
+    def calls_config(self, who: str, key_env: str | None, key: str | None, name: str,
+                     credentials: str = "") -> CallsConfig:
+        """Where this backend calls, with its key and the user's headers kept out of every
+        message; ``name`` is the registered name the user typed."""
+        return CallsConfig(
+            who=who, shown_url=self.base_url, key_env=key_env,
+            timeout_s=self.options.timeout_s, retries=self.options.retries,
+            secrets=tuple(s for s in (key, *self.options.headers.values()) if s),
+            model_option=f"the model in {name}:MODEL", credentials=credentials)

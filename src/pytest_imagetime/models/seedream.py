@@ -17,7 +17,6 @@ from typing import Any
 from PIL import Image
 
 from ..backends.hosted_calls import (
-    CallsConfig,
     HostedCalls,
     fetch_bytes,
     http_failure,
@@ -83,7 +82,6 @@ class SeedreamModel(HostedModel):
         target, overrides = split_argument(argument)
         super().__init__(f"{name}:{argument}" if argument else name, target or DEFAULT_MODEL,
                          parse_overrides(overrides, OVERRIDES, name), options or ModelOptions())
-        self._calls: HostedCalls | None = None
         self._headers: dict[str, str] = {}
         if not self.options.calls:  # it only names and describes its sheets
             return
@@ -91,18 +89,8 @@ class SeedreamModel(HostedModel):
         key = read_key(key_env, "the seedream model")
         self._headers = {**self.options.headers,
                          **({"authorization": f"Bearer {key}"} if key else {})}
-        self._calls = HostedCalls(CallsConfig(
-            who="the Seedream endpoint", shown_url=self.base_url, key_env=key_env,
-            timeout_s=self.options.timeout_s, retries=self.options.retries,
-            secrets=tuple(s for s in (key, *self.options.headers.values()) if s),
-            model_option=f"the model in {name}:MODEL"),
+        self._calls = HostedCalls(self.calls_config("the Seedream endpoint", key_env, key, name),
             error=ModelError, classify=classify, refusal=is_refusal)
-
-    @property
-    def calls(self) -> HostedCalls:
-        if self._calls is None:
-            raise self.no_calls()
-        return self._calls
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
