@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import pytest
 from _pytest._code.code import ExceptionInfo, TerminalRepr
 from _pytest.nodes import Node
+
+from ..engine.item_error import ItemError
 
 
 class PlainFailures(Node):
@@ -48,3 +51,16 @@ def last_line(text: str) -> str:
     """The last line of a failure text that says something: its reason, after a traceback."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+def item_error_line(item: pytest.Item, call: pytest.CallInfo[None]) -> str | None:
+    """An item's setup ItemError on one line, as both suites report it; None otherwise."""
+    if call.when == "setup" and call.excinfo is not None \
+            and call.excinfo.errisinstance(ItemError):
+        return f"{item.nodeid}: {call.excinfo.value}"
+    return None
+
+
+def setup_error_reason(error: str | None, text: str) -> str:
+    """Why an item's setup failed: its record's error, else its failure text's last line."""
+    return error or last_line(text) or "setup failed"

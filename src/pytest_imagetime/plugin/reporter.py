@@ -18,7 +18,7 @@ from ..report.pytest_junit import PytestJunit, pytest_junit_of
 from .collect import CaseItem, base_record, packaged_argument
 from .error_summary import ItemErrorLine
 from .error_summary import summary_lines as error_summary_lines
-from .failure_text import last_line, report_text
+from .failure_text import last_line, report_text, setup_error_reason
 from .progress import Progress
 from .rerun import cwd_relative, rerun_command
 from .scheduling import is_case_nodeid
@@ -115,7 +115,7 @@ class ImagetimeReporter:
         status, text = outcome
         if status == "error":
             item_error = bool(record.error)  # an ItemError's one line; else a traceback
-            reason = record.error or last_line(text) or "setup failed"
+            reason = setup_error_reason(record.error, text)
             record = record.with_status("error", reason)
             if item_error:
                 nodeid = cwd_relative(self.config, report.nodeid)

@@ -8,8 +8,8 @@ from collections.abc import Generator
 
 import pytest
 
-from ..engine.item_error import ItemError
 from .collect import CaseItem
+from .failure_text import item_error_line
 from .replay import item_can_replay, replay
 from .state import ImagetimeState
 
@@ -43,9 +43,9 @@ class ItemRunning:
                                   call: pytest.CallInfo[None]
                                   ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
-        if call.when == "setup" and call.excinfo is not None \
-                and call.excinfo.errisinstance(ItemError):
-            report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
+        line = item_error_line(item, call)
+        if line is not None:
+            report.longrepr = line
             if isinstance(item, CaseItem):
                 report.longrepr += f"\n  rerun alone: {item.rerun_command()}"
         return report

@@ -48,7 +48,7 @@ from ..tempviz.runner import (
     run_paths,
     stored_outcome_exists,
 )
-from .failure_text import PlainFailures, last_line, report_text
+from .failure_text import PlainFailures, item_error_line, report_text, setup_error_reason
 from .markers import Markers
 from .options import Options, for_session, option_path
 from .registered_models import session_models
@@ -283,9 +283,9 @@ class TempvizSession:
                                   call: pytest.CallInfo[None]
                                   ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
-        if call.when == "setup" and call.excinfo is not None \
-                and call.excinfo.errisinstance(ItemError):
-            report.longrepr = f"{item.nodeid}: {call.excinfo.value}"
+        line = item_error_line(item, call)
+        if line is not None:
+            report.longrepr = line
         return report
 
     # Before the reporter's: the pipeline stops before the reports are written.
@@ -328,8 +328,7 @@ class TempvizReporter:
             return  # skipped, or not a TempViz item
         status, text = outcome
         if status == "error":
-            record = record.with_status("error", record.error or last_line(text)
-                                        or "setup failed")
+            record = record.with_status("error", setup_error_reason(record.error, text))
         else:
             record = record.with_status(status)
         self.records.setdefault(record.run_dir, []).append(record)
