@@ -72,6 +72,10 @@ class JsonAsker:
         self.api_key = self._endpoint.config.api_key
 
     @property
+    def response_format(self) -> str:
+        return self.options.response_format
+
+    @property
     def endpoint(self) -> Endpoint:
         if self._endpoint is None:
             raise JudgeError(f"{self.who} was {NO_CALLS}")

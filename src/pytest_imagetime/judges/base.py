@@ -8,7 +8,7 @@ import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..backends.registry import check_required
 from ..rubric.facts import Setting
@@ -96,6 +96,36 @@ class Judge(abc.ABC):
     def prompt_template(self) -> str | None:
         """The prompt's text, kept with the run (``judge_prompt.txt``); None: no prompt."""
         return None
+
+
+class PricedCalls(Protocol):
+    """What makes a judge's model calls: a JSON asker, or a judge it wraps."""
+
+    @property
+    def price(self) -> Price | None: ...
+
+    @property
+    def response_format(self) -> str: ...
+
+
+class CallingJudge(Judge):
+    """A judge whose model calls are made by ``calls_through``: it is billed, and asks for its
+    answers, as that one is and does."""
+
+    calls_a_model = True
+
+    @property
+    @abc.abstractmethod
+    def calls_through(self) -> PricedCalls:
+        """The asker or judge that calls the model."""
+
+    @property
+    def price(self) -> Price | None:
+        return self.calls_through.price
+
+    @property
+    def response_format(self) -> str:
+        return self.calls_through.response_format
 
 
 REQUIRED_JUDGE_METHODS = ("name", "scored_dims", "config", "judge")

@@ -34,14 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.openai_client import InvalidAnswer, usage_tokens
-from ..backends.prices import Price
 from ..cases.model import Case
 from ..engine.item_error import ItemError
 from ..engine.run_spec import RunSpec
 from ..engine.runner import Sheet, stored_repeat, stored_sheet
 from ..rubric.judgment import JudgeError, Judgment
 from ..store.atomic import atomic_write_text, read_json
-from .base import Judge, SheetToJudge
+from .base import CallingJudge, Judge, PricedCalls, SheetToJudge
 from .vlm import VlmJudge, _short
 
 ENDPOINT = "/v1/chat/completions"
@@ -123,7 +122,7 @@ class _Result:
     status: int | None = None  # the request's HTTP status, when it got one
 
 
-class BatchJudge(Judge):
+class BatchJudge(CallingJudge):
     """The vlm judge, its answers coming from batches judged before the items run."""
 
     cpu_bound = False
@@ -151,15 +150,9 @@ class BatchJudge(Judge):
     def scored_dims(self) -> frozenset[str]:
         return self.inner.scored_dims
 
-    calls_a_model = True
-
     @property
-    def price(self) -> Price | None:
-        return self.inner.price
-
-    @property
-    def response_format(self) -> str:
-        return self.inner.response_format
+    def calls_through(self) -> PricedCalls:
+        return self.inner
 
     @property
     def answering(self) -> Judge:

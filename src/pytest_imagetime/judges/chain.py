@@ -15,11 +15,10 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from ..backends.prices import Price
 from ..rubric.facts import ALL_DIMS, RUBRIC_VERSION
 from ..rubric.judgment import JudgeError, Judgment, Verdict
 from .ask import Answer, JsonAsker
-from .base import Judge, JudgeOptions, SheetToJudge
+from .base import CallingJudge, JudgeOptions, PricedCalls, SheetToJudge
 from .chain_questions import (
     ANSWERS,
     CHAIN_DIMS,
@@ -57,7 +56,7 @@ ONE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False,
                               "required": ["answer", "evidence"], "properties": ANSWER_ITEM}
 
 
-class ChainJudge(Judge):
+class ChainJudge(CallingJudge):
     """Scores C0, D8, D9 and D13 and answers every predicate and forbidden state of a case."""
 
     def __init__(self, argument: str | None = None, *, name: str = "vlm-chain",
@@ -84,15 +83,9 @@ class ChainJudge(Judge):
     def scored_dims(self) -> frozenset[str]:
         return frozenset(CHAIN_DIMS)
 
-    calls_a_model = True
-
     @property
-    def price(self) -> Price | None:
-        return self._asker.price
-
-    @property
-    def response_format(self) -> str:
-        return self.options.response_format
+    def calls_through(self) -> PricedCalls:
+        return self._asker
 
     def config(self) -> Mapping[str, Any]:
         return {"judge": self._registered, "mode": self.mode, "judge_model": self.model,

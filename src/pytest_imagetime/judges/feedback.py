@@ -16,12 +16,11 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from ..backends.prices import Price
 from ..cases.model import STAGES, Case
 from ..rubric.facts import ALL_DIMS, RUBRIC_VERSION, nullable_dims
 from ..rubric.judgment import JudgeError, Judgment
 from .ask import Answer, JsonAsker
-from .base import Judge, JudgeOptions, SheetToJudge
+from .base import CallingJudge, JudgeOptions, PricedCalls, SheetToJudge
 from .pixel import pixel_scores, to_score
 from .vlm import image_data_url
 
@@ -134,7 +133,7 @@ def to_rubric(score: int) -> int:
     return to_score((score - SCORE_LO) / (SCORE_HI - SCORE_LO))
 
 
-class FeedbackJudge(Judge):
+class FeedbackJudge(CallingJudge):
     """Describes the sheet, writes a trigger -> feedback -> result chain, scores it from the
     description; scores C0 (pixels), C6 and D8 (chain score)."""
 
@@ -153,15 +152,9 @@ class FeedbackJudge(Judge):
     def name(self) -> str:
         return "vlm-feedback"
 
-    calls_a_model = True
-
     @property
-    def price(self) -> Price | None:
-        return self._asker.price
-
-    @property
-    def response_format(self) -> str:
-        return self.options.response_format
+    def calls_through(self) -> PricedCalls:
+        return self._asker
 
     @property
     def scored_dims(self) -> frozenset[str]:

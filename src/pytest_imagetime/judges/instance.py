@@ -14,11 +14,10 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ..backends.prices import Price
 from ..rubric.judgment import JudgeError, Judgment
 from ..sheet.geometry import split
 from .ask import Answer, JsonAsker
-from .base import Judge, JudgeOptions, SheetToJudge
+from .base import CallingJudge, JudgeOptions, PricedCalls, SheetToJudge
 from .grounding import (
     DETECTORS,
     PARSE_SCHEMA,
@@ -39,7 +38,7 @@ def check_parse(value: Any) -> str | None:
     return None
 
 
-class InstanceJudge(Judge):
+class InstanceJudge(CallingJudge):
     """Scores what ``vlm`` scores; adds grounded evidence and its labels."""
 
     def __init__(self, argument: str | None = None, *, options: JudgeOptions | None = None,
@@ -68,15 +67,9 @@ class InstanceJudge(Judge):
     def name(self) -> str:
         return "vlm-instance"
 
-    calls_a_model = True
-
     @property
-    def price(self) -> Price | None:
-        return self.vlm.price
-
-    @property
-    def response_format(self) -> str:
-        return self.vlm.response_format
+    def calls_through(self) -> PricedCalls:
+        return self.vlm
 
     def prompt_template(self) -> str | None:
         return self.vlm.prompt_template()
