@@ -7,21 +7,14 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from ..schema_files import packaged_schema
 from .model import CASE_FORMAT, Problem, field_name
 from .schemacheck import Check, UnsupportedSchema, compile_check
 
 if TYPE_CHECKING:
     import jsonschema
-
-@functools.cache
-def case_schema() -> dict[str, Any]:
-    text = resources.files("pytest_imagetime").joinpath("schemas/cases.schema.json").read_text(
-        encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
 
 
 def _inline_refs(node: Any, root: dict[str, Any]) -> Any:
@@ -43,7 +36,7 @@ def _inline_refs(node: Any, root: dict[str, Any]) -> Any:
 
 @functools.cache
 def _inlined_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = _inline_refs(case_schema(), case_schema())
+    schema: dict[str, Any] = _inline_refs(packaged_schema("cases"), packaged_schema("cases"))
     return schema
 
 

@@ -6,14 +6,13 @@ every report the tests produce is validated against it.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import platform
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from .. import __version__
 from ..backends.prices import sum_costs
 from ..engine.record import ItemRecord
 from ..rubric.facts import RUBRIC_VERSION
+from ..schema_files import validate_against
 from ..scoring.aggregate import Scored, aggregate
 from ..scoring.intervals import INTERVAL_METHOD, confidence_intervals, kept_intervals
 from ..store.atomic import atomic_write_text
@@ -31,19 +31,9 @@ _LIBRARIES = ("pytest", "numpy", "pillow", "jsonschema", "pyyaml", "pytest-xdist
               "diffusers", "transformers", "openai")
 
 
-@functools.cache
-def report_schema() -> dict[str, Any]:
-    text = resources.files("pytest_imagetime").joinpath("schemas/report.schema.json").read_text(
-        encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
 def validate_report(report: Mapping[str, Any]) -> None:
     """Raise jsonschema.ValidationError when the report does not match its schema."""
-    import jsonschema  # here: a run that only collects writes no report
-
-    jsonschema.Draft202012Validator(report_schema()).validate(report)
+    validate_against("report", report)
 
 
 def library_versions() -> dict[str, str]:

@@ -9,17 +9,13 @@ three answers are yes. The JSON Schema ships as ``schemas/tempviz_report.schema.
 from __future__ import annotations
 
 import csv
-import functools
 import io
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from .. import __version__
+from ..schema_files import validate_against
 from ..store.atomic import atomic_write_bytes, atomic_write_json
 from .names import CATEGORIES
 from .prompts import QUESTIONS
@@ -32,17 +28,9 @@ ANSWER_COLUMNS: tuple[str, ...] = ("model", "judge", "id", "category", "index",
                                    "promptcategory", "difficulty", "status", *LABELS)
 
 
-@functools.cache
-def report_schema() -> dict[str, Any]:
-    text = resources.files("pytest_imagetime").joinpath(
-        "schemas/tempviz_report.schema.json").read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
 def validate_report(report: Mapping[str, Any]) -> None:
     """Raise jsonschema.ValidationError when the report does not match its schema."""
-    jsonschema.Draft202012Validator(report_schema()).validate(report)
+    validate_against("tempviz_report", report)
 
 
 def combined(record: TempvizRecord) -> str | None:

@@ -10,18 +10,14 @@ docs/order-probe.md. The JSON report's schema is ``schemas/order_probe.schema.js
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from ... import __version__
+from ...schema_files import validate_against
 from ...store.atomic import read_json
 from .order import PROBE_VERSION, Outcome, ProbedRun, ProbeSettings
 from .order_metrics import OrderAnswer, PairAnswer, mean_rating, order_metrics, pair_metrics
@@ -162,17 +158,9 @@ def build_report(runs: Sequence[ProbedRun], outcomes: Sequence[Outcome],
     }
 
 
-@functools.cache
-def report_schema() -> dict[str, Any]:
-    text = resources.files("pytest_imagetime").joinpath(
-        "schemas/order_probe.schema.json").read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
 def validate_report(report: Mapping[str, Any]) -> None:
     """Raise jsonschema.ValidationError when the report does not match its schema."""
-    jsonschema.Draft202012Validator(report_schema()).validate(report)
+    validate_against("order_probe", report)
 
 
 # ---------------------------------------------------------------- the table
