@@ -33,6 +33,8 @@ from .openai_client import (
     Breaker,
     Failure,
     backoff_s,
+    breaker_reason,
+    key_to_check,
     redact,
     retry_after,
     server_message,
@@ -195,16 +197,13 @@ class HostedCalls:
         if failure.kind == "connection":
             return where
         if failure.kind == "auth":
-            key = (f"the key in {c.key_env} ({c.key_option})" if c.key_env
-                   else f"whether the server needs a key ({c.key_option})")
+            key = key_to_check(c.key_env, c.key_option)
             return f"{key}{c.credentials}, and that it is a key for {c.shown_url}"
         return f"the model name ({c.model_option}) and the base URL {c.shown_url}"
 
     def _trip(self, failure: Failure, text: str, count: int) -> None:
-        times = "once" if count == 1 else f"{count} times in a row"
         self.breaker.trip(self.redact(
-            f"{self.config.who} failed {times} ({text}); no more calls to it in this run. "
-            f"Check {self.what_to_check(failure)}"))
+            breaker_reason(self.config.who, text, count, self.what_to_check(failure))))
 
     # ------------------------------------------------------------ calls
 

@@ -248,6 +248,19 @@ def classify(sdk: Any, exc: BaseException) -> Failure | None:
     return None
 
 
+def key_to_check(key_env: str | None, key_option: str) -> str:
+    """What to check about the key when an endpoint rejects it."""
+    return (f"the key in {key_env} ({key_option})" if key_env
+            else f"whether the server needs a key ({key_option})")
+
+
+def breaker_reason(who: str, failure_text: str, count: int, check: str) -> str:
+    """Why a backend's calls stopped: what failed, how often, and what to check."""
+    times = "once" if count == 1 else f"{count} times in a row"
+    return (f"{who} failed {times} ({failure_text}); no more calls to it in this run. "
+            f"Check {check}")
+
+
 def backoff_s(retry: int, asked: float | None) -> float:
     """The wait before retry number ``retry`` (0 for the first)."""
     if asked is not None and asked <= MAX_RETRY_AFTER_S:
@@ -349,8 +362,7 @@ class Endpoint:
         if failure.kind == "connection":
             return where
         if failure.kind == "auth":
-            key = (f"the key in {c.key_env} ({c.key_option})" if c.key_env
-                   else f"whether the server needs a key ({c.key_option})")
+            key = key_to_check(c.key_env, c.key_option)
             return (f"{key}, that it is a key for {c.shown_url}, and OPENAI_ORG_ID / "
                     f"OPENAI_PROJECT_ID if set")
         listed = ""
@@ -361,10 +373,8 @@ class Endpoint:
                 f"parameters ({c.params_option}) and the base URL {c.shown_url}")
 
     def _trip(self, failure: Failure, text: str, count: int) -> None:
-        times = "once" if count == 1 else f"{count} times in a row"
         self.breaker.trip(self.redact(
-            f"{self.config.who} failed {times} ({text}); no more calls to it in this run. "
-            f"Check {self._what_to_check(failure)}"))
+            breaker_reason(self.config.who, text, count, self._what_to_check(failure))))
 
     def _stopped(self) -> Exception:
         return self.error(f"not called: {self.breaker.reason}")
