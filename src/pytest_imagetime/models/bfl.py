@@ -20,7 +20,7 @@ from ..backends.hosted_calls import HostedCalls, fetch_bytes, request_json
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .hosted import HostedModel, key_env_of, per_image_cost, read_key
 from .openai_images import decode_image
-from .overrides import Converter, boolean, parse_overrides, split_argument
+from .overrides import Converter, boolean
 
 DEFAULT_MODEL = "flux-2-pro"  # the pinned FLUX.2 [pro] snapshot, for reproducible runs
 DEFAULT_BASE_URL = "https://api.bfl.ai"  # global; api.eu.bfl.ai and api.us.bfl.ai are regional
@@ -61,9 +61,8 @@ class BflModel(HostedModel):
 
     def __init__(self, argument: str | None = None, *, name: str = "bfl",
                  options: ModelOptions | None = None) -> None:
-        target, overrides = split_argument(argument)
-        super().__init__(f"{name}:{argument}" if argument else name, target or DEFAULT_MODEL,
-                         parse_overrides(overrides, OVERRIDES, name), options or ModelOptions())
+        super().__init__(argument, name, options, default_model=DEFAULT_MODEL,
+                         converters=OVERRIDES)
         self._headers: dict[str, str] = {}
         if not self.options.calls:  # it only names and describes its sheets
             return

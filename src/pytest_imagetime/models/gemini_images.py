@@ -25,7 +25,7 @@ from ..backends.registry import import_extra
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .hosted import HostedModel, key_env_of, read_key
 from .openai_images import cost_usd, decode_image, price_for
-from .overrides import Converter, boolean, choice, parse_overrides, split_argument
+from .overrides import Converter, boolean, choice
 
 DEFAULT_MODEL = "gemini-3.1-flash-image-preview"  # Nano Banana 2
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -106,9 +106,8 @@ class GeminiImageModel(HostedModel):
 
     def __init__(self, argument: str | None = None, *, name: str = "gemini-image",
                  options: ModelOptions | None = None) -> None:
-        target, overrides = split_argument(argument)
-        super().__init__(f"{name}:{argument}" if argument else name, target or DEFAULT_MODEL,
-                         parse_overrides(overrides, OVERRIDES, name), options or ModelOptions())
+        super().__init__(argument, name, options, default_model=DEFAULT_MODEL,
+                         converters=OVERRIDES)
         self.price = price_for(self.model)
         self._client: Any = None
         if not self.options.calls:  # it only names and describes its sheets

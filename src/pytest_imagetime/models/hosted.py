@@ -15,6 +15,7 @@ from ..backends.hosted_calls import CallsConfig, HostedCalls
 from ..backends.openai_client import NO_CALLS, safe_url
 from .base import ImageModel, ModelError, ModelOptions
 from .openai_images import price_for
+from .overrides import Converter, parse_overrides, split_argument
 
 # ModelOptions' key variable when --imagetime-model-key-env is not given: it names OpenAI's
 # key, so these backends read their provider's own variable instead.
@@ -64,12 +65,14 @@ class HostedModel(ImageModel):
     backend = "hosted"  # the registered name, recorded in the config
     default_base_url = ""
 
-    def __init__(self, spec: str, model: str, overrides: Mapping[str, Any],
-                 options: ModelOptions) -> None:
-        self.options = options
-        self.model = model
-        self.overrides = dict(overrides)
-        self._spec = spec
+    def __init__(self, argument: str | None, name: str, options: ModelOptions | None, *,
+                 default_model: str, converters: Mapping[str, Converter]) -> None:
+        """``argument`` is what follows ``name:`` in the spec: a model, then its overrides."""
+        target, overrides = split_argument(argument)
+        self._spec = f"{name}:{argument}" if argument else name
+        self.model = target or default_model
+        self.overrides = dict(parse_overrides(overrides, converters, name))
+        self.options = options or ModelOptions()
         self._calls: HostedCalls | None = None  # set by a subclass that calls its API
 
     @property

@@ -26,7 +26,7 @@ from ..backends.openai_client import Failure
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .hosted import HostedModel, key_env_of, per_image_cost, read_key
 from .openai_images import decode_b64, decode_image
-from .overrides import Converter, boolean, choice, parse_overrides, split_argument
+from .overrides import Converter, boolean, choice
 
 DEFAULT_MODEL = "seedream-5-0-260128"  # Seedream 5.0 Lite on ModelArk
 DEFAULT_BASE_URL = "https://ark.ap-southeast.bytepluses.com/api/v3"
@@ -79,9 +79,8 @@ class SeedreamModel(HostedModel):
 
     def __init__(self, argument: str | None = None, *, name: str = "seedream",
                  options: ModelOptions | None = None) -> None:
-        target, overrides = split_argument(argument)
-        super().__init__(f"{name}:{argument}" if argument else name, target or DEFAULT_MODEL,
-                         parse_overrides(overrides, OVERRIDES, name), options or ModelOptions())
+        super().__init__(argument, name, options, default_model=DEFAULT_MODEL,
+                         converters=OVERRIDES)
         self._headers: dict[str, str] = {}
         if not self.options.calls:  # it only names and describes its sheets
             return
