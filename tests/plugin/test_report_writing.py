@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from pytest_imagetime.engine.run_spec import RunSpec
 from pytest_imagetime.plugin.report_writing import (
     retire_superseded_baseline,
     run_manifest,
     write_summary,
 )
 from pytest_imagetime.plugin.reporter import ImagetimeReporter
-from pytest_imagetime.plugin.state import RunSpec
 from pytest_imagetime.rubric.facts import RUBRIC_VERSION
 from tests.builders import case_dict, write_case_file
 from tests.plugin.session_spy import run_with_spy
