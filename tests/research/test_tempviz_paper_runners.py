@@ -22,6 +22,7 @@ from pytest_imagetime.research.tempviz_paper.runs import (
     vqa_questions,
     write_rows,
 )
+from tests.tempviz_data import write_tables
 
 HEADER = ["model", "category", "index", "q1", "q2", "q3"]
 
@@ -147,4 +148,14 @@ def test_a_data_folder_without_tables_is_worded(runner: Any, tmp_path: Path,
              str(tmp_path / "out.csv")]
     assert runner(_args(*words)) == 2
     assert capsys.readouterr().err.startswith(f"imagetime tempviz {name}: ")
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_judge_refuses_shots_without_exemplars(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_tables(tmp_path / "data")
+    args = _args("judge", str(tmp_path), "--data", str(data), "--shots", "2", "-o",
+                 str(tmp_path / "out.csv"))
+    assert judge(args) == 2
+    assert capsys.readouterr().err == "imagetime tempviz judge: --shots 2 needs --exemplars\n"
     assert not (tmp_path / "out.csv").exists()
