@@ -102,6 +102,9 @@ def test_a_subcommand_that_fails_to_write_says_why_in_one_line(
         raise OSError(28, "No space left on device", str(out / "report.json"))
 
     monkeypatch.setattr(merge_module, "merge", full_disk)
+    # The merge runner holds the function too, if it was imported before this test.
+    monkeypatch.setattr(importlib.import_module("pytest_imagetime.report.runs"), "merge_parts",
+                        full_disk)
     assert main(["merge", str(tmp_path), "-o", str(tmp_path / "merged")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"imagetime merge: [Errno 28] No space left on device: "
