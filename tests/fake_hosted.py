@@ -93,12 +93,17 @@ class HostedHandler(BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.in_flight += 1
             self.state.max_in_flight = max(self.state.max_in_flight, self.state.in_flight)
+        self._counted = True
         if self.state.latency_s:
             time.sleep(self.state.latency_s)
 
     def leave(self) -> None:
-        with self.state.lock:
-            self.state.in_flight -= 1
+        # Also called before an answer is written: the client may send its next request at
+        # once, and its handler must not find this one still counted.
+        if getattr(self, "_counted", False):
+            self._counted = False
+            with self.state.lock:
+                self.state.in_flight -= 1
 
     def transport_fault(self, fault: str, error: dict[str, Any], ok: dict[str, Any]) -> bool:
         """Serve ``fault`` when it is a transport fault: ``error`` is the API's error body for
@@ -124,6 +129,7 @@ class HostedHandler(BaseHTTPRequestHandler):
         self.send_raw(status, json.dumps(body).encode(), headers)
 
     def send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self.leave()
         try:
             self.send_response(status)
             self.send_header("content-type", "application/json")

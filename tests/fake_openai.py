@@ -218,14 +218,22 @@ class Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        self._counted = True
         try:
             if route == CHAT_ROUTE:
                 self._answer(state, request)
             else:
                 self._answer_image(state, request, edit=route == EDITS_ROUTE)
         finally:
-            with state.lock:
-                state.in_flight -= 1
+            self._no_longer_in_flight()
+
+    def _no_longer_in_flight(self) -> None:
+        # Before the answer is written: the client may send its next request at once, and
+        # its handler must not find this one still counted.
+        if getattr(self, "_counted", False):
+            self._counted = False
+            with self.server.state.lock:
+                self.server.state.in_flight -= 1
 
     def _answer(self, state: ServerState, request: dict[str, Any]) -> None:
         if state.latency_s:
@@ -418,6 +426,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send_raw(status, json.dumps(body).encode(), headers)
 
     def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self._no_longer_in_flight()
         try:
             self.send_response(status)
             self.send_header("content-type", "application/json")
