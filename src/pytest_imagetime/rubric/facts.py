@@ -3,7 +3,9 @@
 Every fact here comes from the ImageTime rubric (capability scores C0-C9, diagnostic scores
 D0-D14, the progressive capability tree, the null rules and the cap conditions). The paper
 gives no cap values; ours are below, and ``RUBRIC_VERSION`` changes whenever any of them do,
-so every stored judgment and report says which rules produced its numbers.
+so every stored judgment and report says which rules produced its numbers. A rule that only a
+new judge's labels can trigger (the evidence caps of ``vlm-instance``) changes no number any
+judge could already have stored, so it does not change the version.
 """
 
 from __future__ import annotations
