@@ -82,6 +82,9 @@ class BflHandler(HostedHandler):
             return
         if not self._key_ok():
             return
+        if not self.state.serves(self.path.partition("?")[0].rpartition("/")[2]):
+            self.send_json(404, {"detail": "Not Found"})  # a model without an endpoint
+            return
         self.enter()
         try:
             self.submit(body)

@@ -60,6 +60,13 @@ def _usage(prompt: str, image: bool) -> dict[str, Any]:
                                          "tokenCount": output}]}
 
 
+def model_not_found(model: str) -> dict[str, Any]:
+    """The Gemini API's answer for a model it does not serve (retired, or misspelt)."""
+    return google_error(404, "NOT_FOUND", f"models/{model} is not found for API version "
+                        "v1beta, or is not supported for generateContent. Call ListModels to "
+                        "see the list of available models and their supported methods.")
+
+
 class GeminiHandler(HostedHandler):
     def _key_ok(self) -> bool:
         required = self.state.required_key
@@ -84,6 +91,9 @@ class GeminiHandler(HostedHandler):
         if not name:
             self.send_json(404, google_error(404, "NOT_FOUND", "not found"))
             return
+        if not self.state.serves(name):
+            self.send_json(404, model_not_found(name))
+            return
         self.send_json(200, {"name": f"models/{name}", "displayName": name,
                              "supportedGenerationMethods": ["generateContent"]})
 
@@ -98,6 +108,10 @@ class GeminiHandler(HostedHandler):
             self.send_json(404, google_error(404, "NOT_FOUND", f"no route {self.path}"))
             return
         if not self._key_ok():
+            return
+        model = self.path.rpartition("/models/")[2].partition(":")[0]
+        if not self.state.serves(model):
+            self.send_json(404, model_not_found(model))
             return
         self.enter()
         try:

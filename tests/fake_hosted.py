@@ -23,6 +23,8 @@ TRANSPORT_FAULTS = ("429", "500", "503", "timeout", "reset", "malformed")
 @dataclass
 class HostedState:
     required_key: str | None = None  # a request without it is refused as the API refuses
+    # The model ids the API serves (a retired or misspelt one is its 404); None: any.
+    served_models: set[str] | None = None
     fault_queue: list[str] = field(default_factory=list)
     latency_s: float = 0.0
     timeout_sleep_s: float = 3.0
@@ -37,6 +39,9 @@ class HostedState:
     in_flight: int = 0
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def serves(self, model: str) -> bool:
+        return self.served_models is None or model in self.served_models
 
     def next_fault(self) -> str | None:
         with self.lock:

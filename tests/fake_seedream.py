@@ -40,6 +40,12 @@ class SeedreamHandler(HostedHandler):
                                       "request is missing or invalid. Request id: 0217",
                                       "Unauthorized"))
             return
+        model = str(body.get("model", ""))
+        if not self.state.serves(model):
+            self.send_json(404, error("InvalidEndpointOrModel.NotFound", f"The model or "
+                                      f"endpoint {model} does not exist or you do not have "
+                                      f"access to it. Request id: 0217", "NotFound"))
+            return
         self.enter()
         try:
             self.answer(body)

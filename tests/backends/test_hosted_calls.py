@@ -88,11 +88,30 @@ def test_a_rejected_key_stops_every_later_call_and_is_redacted() -> None:
 
 def test_five_identical_failures_in_a_row_stop_the_calls() -> None:
     calls = _calls(retries=0)
-    for _ in range(5):
-        with pytest.raises(ModelError, match="HTTP 404"):
-            calls.call(_failing(HttpStatus(404, {"detail": "no such model"}, {})))
+    for _ in range(4):
+        with pytest.raises(ModelError, match="HTTP 400"):
+            calls.call(_failing(HttpStatus(400, {"detail": "bad field"}, {})))
+    with pytest.raises(ModelError, match=r"^the API failed 5 times in a row \(HTTP 400"):
+        calls.call(_failing(HttpStatus(400, {"detail": "bad field"}, {})))
     with pytest.raises(ModelError, match=r"not called: the API failed 5 times in a row"):
         calls.call(_failing())
+
+
+def test_a_404_before_any_answer_stops_the_calls_at_once() -> None:
+    calls = _calls(retries=2)
+    with pytest.raises(ModelError, match=r"^the API failed once \(HTTP 404 from the API: "
+                                         r"no such model\).*Check the model name"):
+        calls.call(_failing(HttpStatus(404, {"detail": "no such model"}, {})))
+    with pytest.raises(ModelError, match=r"^not called: the API failed once"):
+        calls.call(_failing())
+
+
+def test_a_404_after_an_answer_is_that_call_s_error_only() -> None:
+    calls = _calls(retries=0)
+    assert calls.call(_failing()) == "answer"
+    with pytest.raises(ModelError, match=r"^HTTP 404 from the API: gone"):
+        calls.call(_failing(HttpStatus(404, {"detail": "gone"}, {})))
+    assert calls.call(_failing()) == "answer"
 
 
 def test_a_check_that_cannot_reach_the_api_stops_the_calls() -> None:

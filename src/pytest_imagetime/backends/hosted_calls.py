@@ -8,7 +8,8 @@ most ``1 + retries`` times; retried are connection failures, timeouts, HTTP 408,
 never retried is any other status or a refusal. A backend's free check (or, without one, its
 first call, which the others wait for) runs before the rest. A rejected key (401, 403, or what
 a provider says instead) stops every later call of the process at once: the key does not
-change between calls. Other failures open the breaker after
+change between calls, nor does a call's 404 before any call succeeded (no such model or
+endpoint, as when a provider retires a model id). Other failures open the breaker after
 ``openai_client.BREAKER_AFTER`` identical ones in a row.
 
 A backend gives its own ``classify`` for what its SDK raises (the Gemini backend) or uses
@@ -17,7 +18,6 @@ A backend gives its own ``classify`` for what its SDK raises (the Gemini backend
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -167,6 +167,7 @@ class HostedCalls:
         self.breaker = Breaker()
         self._check = check
         self._checked = False  # the check, or without one the first call, has been answered
+        self._called = False  # a call (not the check) has been answered: the model exists
         self._check_lock = threading.Lock()
 
     # ------------------------------------------------------------ wording
@@ -213,11 +214,16 @@ class HostedCalls:
         if self._checked or self._check is None:
             return
         with self._check_lock:
-            if self._checked:
+            if self._checked or self._check is None:
                 return
-            # A failed check leaves its reason in the breaker where calls would fail too.
-            with contextlib.suppress(self.error):
+            try:
                 self._attempts(self._check, checking=True)
+            except self.error:
+                # A failure calls would meet too is in the breaker now. Any other answer tells
+                # nothing: the first call is the check then, and the others wait for it.
+                if not self.breaker.open:
+                    self._check = None
+                    return
             self._checked = True
 
     def call(self, attempt: Callable[[], T]) -> T:
@@ -249,7 +255,10 @@ class HostedCalls:
                     raise
                 if failure.kind == "bad-body":
                     raise self.error(self.redact(self.describe(failure, retried))) from None
+                was_open = self.breaker.open
                 self._count(failure, retried, checking)
+                if self.breaker.open and not was_open:  # this failure stops the run: say why
+                    raise self.error(self.breaker.reason) from None
                 if failure.retryable and retried < self.config.retries \
                         and not self.breaker.open:
                     time.sleep(backoff_s(retried, failure.retry_after_s))
@@ -257,12 +266,18 @@ class HostedCalls:
                     continue
                 raise self.error(self.redact(self.describe(failure, retried))) from None
             self.breaker.success()
+            self._called = self._called or not checking
             return result
 
     def _count(self, failure: Failure, retried: int, checking: bool) -> None:
         """Feed the breaker: a rejected key at once; the check's connection failures and
         timeouts once they outlast their retries; otherwise identical failures in a row."""
         if failure.kind == "auth":
+            self._trip(failure, self.describe(failure, retried), 1)
+            return
+        if failure.status == 404 and not self._called and not checking:
+            # No such model or endpoint (a retired id): every call would meet it as well. Not
+            # the check's: a proxy may lack the check's route and still serve the model.
             self._trip(failure, self.describe(failure, retried), 1)
             return
         if failure.kind == "status":
