@@ -136,10 +136,14 @@ def test_a_server_without_a_model_list_is_judged(key: str, case: Case) -> None:
 def test_the_same_400_from_the_first_calls_stops_the_run(server: ChatServer, key: str,
                                                          case: Case) -> None:
     judge = _judge(server.base_url, params={"temperature": 0}, retries=3)
-    for _ in range(BREAKER_AFTER):
+    for _ in range(BREAKER_AFTER - 1):
         with pytest.raises(JudgeError, match=r"^HTTP 400 from the judge endpoint: "
                                              r"Unsupported value: 'temperature'"):
             judge.judge(sheet=_sheet(case))
+    # The answer that stops the run says so, and what to check.
+    with pytest.raises(JudgeError, match=rf"^the judge endpoint failed {BREAKER_AFTER} times "
+                                         r"in a row \(HTTP 400.*Check the model name"):
+        judge.judge(sheet=_sheet(case))
     assert _posts(server) == BREAKER_AFTER  # a 400 is never retried
     with pytest.raises(JudgeError) as info:
         judge.judge(sheet=_sheet(case))
@@ -224,10 +228,13 @@ def test_a_used_up_quota_is_not_retried_and_stops_the_run(server: ChatServer, ke
     judge = _judge(server.base_url, retries=3)
     judge.judge(sheet=_sheet(case))
     server.state.fault_queue = ["quota"] * 10
-    for _ in range(BREAKER_AFTER):
+    for _ in range(BREAKER_AFTER - 1):
         with pytest.raises(JudgeError, match=r"^HTTP 429 from the judge endpoint: You "
                                              r"exceeded your current quota"):
             judge.judge(sheet=_sheet(case))
+    with pytest.raises(JudgeError, match=r"^the judge endpoint failed .*exceeded your current "
+                                         r"quota.*Check the key in OPENAI_API_KEY"):
+        judge.judge(sheet=_sheet(case))
     assert _posts(server) == 1 + BREAKER_AFTER
     with pytest.raises(JudgeError, match=r"not called: .*Check the key in OPENAI_API_KEY"):
         judge.judge(sheet=_sheet(case))
@@ -439,3 +446,16 @@ def test_server_errors_differing_only_in_their_request_id_are_the_same_failure()
     assert first.signature == second.signature
     assert Failure("status", 400, "Unsupported value: 'temperature'", False).signature != \
         Failure("status", 400, "Unsupported parameter: 'max_tokens'", False).signature
+
+
+def test_a_model_the_endpoint_does_not_serve_stops_at_its_first_404(key: str,
+                                                                    case: Case) -> None:
+    with chat_server(ServerState(strict_models=True)) as running:
+        judge = _judge(running.base_url, model="gpt-retired-1", retries=3)
+        with pytest.raises(JudgeError, match=r"^the judge endpoint failed once \(HTTP 404.*"
+                                             r"gpt-retired-1.*Check the model name "
+                                             r"'gpt-retired-1' \(the endpoint lists "):
+            judge.judge(sheet=_sheet(case))
+        with pytest.raises(JudgeError, match=r"^not called: the judge endpoint failed once"):
+            judge.judge(sheet=_sheet(case))
+        assert _posts(running) == 1

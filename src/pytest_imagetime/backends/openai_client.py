@@ -439,7 +439,10 @@ class Endpoint:
                     raise
                 if failure.kind == "bad-body":
                     raise self.bad_body(self.redact(self.describe(failure, retried))) from None
+                was_open = self.breaker.open
                 self._count(failure, retried)
+                if self.breaker.open and not was_open and not failure.retryable:
+                    raise self.error(self.breaker.reason) from None  # this one stops the run
                 if failure.retryable and retried < self.config.retries \
                         and not self.breaker.open:
                     time.sleep(backoff_s(retried, failure.retry_after_s))
@@ -477,11 +480,14 @@ class Endpoint:
     def _count(self, failure: Failure, retried: int) -> None:
         """Feed the breaker: every attempt that failed the way a broken endpoint fails, a 429
         or 5xx that outlasted its retries, and the same 4xx answer while nothing has
-        succeeded yet."""
+        succeeded yet; a 404 then stops it at once."""
         if failure.kind == "status":
             if failure.retryable and retried < self.config.retries:
                 return
             if not failure.retryable and (self.breaker.succeeded or failure.refusal):
+                return
+            if failure.status == 404:  # no such model or route: every call would meet it
+                self._trip(failure, self.describe(failure, retried), 1)
                 return
         if self.breaker.failure(failure.signature) < self.breaker.threshold:
             return
