@@ -319,6 +319,10 @@ def test_prices_by_model_family() -> None:
     assert price_for("gpt-image-1-mini") == {"text_input": 2.0, "image_input": 2.5,
                                              "image_output": 8.0}
     assert price_for("gpt-image-1.5") is not None
+    # The paper's GPT Image 2 and its dated snapshot: its cost is on the cost figure.
+    assert price_for("gpt-image-2") == {"text_input": 5.0, "image_input": 8.0,
+                                        "image_output": 30.0}
+    assert price_for("gpt-image-2-2026-04-21") == price_for("gpt-image-2")
     assert price_for("someone-elses-image-model") is None
 
 
