@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "directories.")
     report.add_argument("-o", "--out", default="imagetime-report",
                         help="Folder to write (default: imagetime-report).")
+    report.add_argument("--gpu-usd-per-hour", type=_usd, metavar="USD",
+                        help="Price a GPU hour: runs whose backend reports no generation cost "
+                        "(open models drawn locally) go on the cost figure with their sheets' "
+                        "drawing seconds at this rate.")
     report.set_defaults(runner="pytest_imagetime.report.runs:report", writes=("out", "folder"))
     comp = sub.add_parser("compare", help="Gate stored runs against a baseline (the same "
                           "output and exit status as the plugin's gate).")
@@ -71,6 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
     judges_agree_parser(sub)
     tempviz_parser(sub)
     return parser
+
+
+def _usd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a price in USD above 0, e.g. 2.50")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

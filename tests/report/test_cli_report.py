@@ -37,6 +37,21 @@ def test_report_writes_html_and_figures(pytester: pytest.Pytester,
     assert sorted(p.suffix for p in Path(pytester.path / "site" / "figures").iterdir()) == \
         [".png"] * 6 + [".svg"] * 6
     assert main(["report", "nowhere", "-o", "site"]) == 2
+    # At a GPU-hour price the local runs' drawing seconds put them on the cost figure.
+    assert main(["report", "reports", "-o", "priced", "--gpu-usd-per-hour", "2.5"]) == 0
+    out = capsys.readouterr().out
+    assert "figures: 14 files" in out and "2 runs priced by GPU time at 2.5 USD/h" in out
+    assert '<img src="figures/cost_vs_overall.svg"' in \
+        (pytester.path / "priced" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("price", ["0", "-1", "free", "inf", "nan"])
+def test_a_gpu_price_that_is_not_a_price_is_refused(price: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["report", "reports", "--gpu-usd-per-hour", price])
+    assert info.value.code == 2
+    assert "--gpu-usd-per-hour: " in capsys.readouterr().err
 
 
 def test_run_writes_html_and_junit_links_to_case_pages(pytester: pytest.Pytester,

@@ -8,6 +8,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from pytest_imagetime.report.figures import (
     has_generation_cost,
     has_judge_cost,
     heatmap_data,
+    priced_by_gpu_time,
     run_labels,
     sheet_points,
     write_figures,
@@ -361,3 +363,29 @@ def test_figures_of_real_runs(pytester: pytest.Pytester) -> None:
     # The pixel judge scores D0, D3, D5, D9 and D14 only.
     assert {i.split("-")[1] for i in ids if i.startswith("bar-")} == {
         d for d in PIXEL_DIMS if d.startswith("D")}
+
+
+def test_local_runs_are_priced_by_gpu_time_when_a_rate_is_given(
+        reports: list[dict[str, Any]]) -> None:
+    """Open models drawn locally report no cost: at a GPU-hour price their sheets' drawing
+    seconds put them on the cost figure beside the hosted ones, marked as GPU-priced."""
+    local = [replace(r, generation_s=s) for r, s in zip([
+        _record("local", "a", "Kitchen", _full(6)),
+        _record("local", "b", "Kitchen", _full(4))], (30.0, 42.0), strict=True)]
+    local_report = _report("local", local)
+    hosted = _report("hosted", [_record("hosted", "a", "Kitchen", _full(8),
+                                        generation_cost=0.04)])
+    assert generation_cost(local_report) is None
+    assert not has_generation_cost([local_report])
+    assert generation_cost(local_report, 2.5) == pytest.approx(72 * 2.5 / 3600)
+    assert generation_cost(hosted, 2.5) == pytest.approx(0.04)  # reported wins
+    assert priced_by_gpu_time(local_report, 2.5) and not priced_by_gpu_time(hosted, 2.5)
+    assert "cost_vs_overall" not in build_figures([*reports, local_report])
+    figure = build_figures([local_report, hosted], gpu_usd_per_hour=2.5)["cost_vs_overall"]
+    ax = figure.axes[0]
+    labels = sorted(t.get_text() for t in ax.texts)
+    assert labels == ["hosted", "local (GPU)"]
+    points = sorted(tuple(np.asarray(c.get_offsets())[0]) for c in ax.collections
+                    if len(np.asarray(c.get_offsets())))
+    assert points[0] == pytest.approx((0.04, 8.0)) and points[1] == pytest.approx((0.05, 5.0))
+    assert "at 2.5 USD per GPU hour" in ax.get_title()

@@ -197,15 +197,35 @@ def has_judge_cost(reports: Sequence[Mapping[str, Any]]) -> bool:
     return any(float(r["aggregate"]["cost_usd"] or 0) > 0 for r in reports)
 
 
-def has_generation_cost(reports: Sequence[Mapping[str, Any]]) -> bool:
-    return any(generation_cost(r) is not None for r in reports)
+def has_generation_cost(reports: Sequence[Mapping[str, Any]],
+                        gpu_usd_per_hour: float | None = None) -> bool:
+    return any(generation_cost(r, gpu_usd_per_hour) is not None for r in reports)
 
 
-def generation_cost(report: Mapping[str, Any]) -> float | None:
-    """The image backend's reported cost of the run's sheets (USD), None when none reported
-    one (local backends)."""
+def generation_cost(report: Mapping[str, Any],
+                    gpu_usd_per_hour: float | None = None) -> float | None:
+    """The image backend's reported cost of the run's sheets (USD); for a run that reported
+    none (local backends), the seconds its sheets took to draw at ``gpu_usd_per_hour`` when
+    given; else None."""
     value = report["aggregate"].get("generation_cost_usd")
-    return None if value is None else float(value)
+    if value is not None:
+        return float(value)
+    seconds = gpu_seconds(report)
+    return None if gpu_usd_per_hour is None or seconds is None \
+        else seconds * gpu_usd_per_hour / 3600
+
+
+def gpu_seconds(report: Mapping[str, Any]) -> float | None:
+    """The drawing seconds of the run's sheets (each sheet's share of its batch), None when
+    no item has them."""
+    seconds = [float(i["generation_s"]) for i in report["items"]
+               if i.get("generation_s") is not None]
+    return math.fsum(seconds) if seconds else None
+
+
+def priced_by_gpu_time(report: Mapping[str, Any], gpu_usd_per_hour: float | None) -> bool:
+    return report["aggregate"].get("generation_cost_usd") is None \
+        and generation_cost(report, gpu_usd_per_hour) is not None
 
 
 def cost_per_sheet(report: Mapping[str, Any]) -> float | None:
@@ -490,12 +510,17 @@ def _c_vs_d(runs: Sequence[Run]) -> Figure:
     return fig
 
 
-def _cost_vs_overall(runs: Sequence[Run]) -> Figure:
+def _cost_vs_overall(runs: Sequence[Run], gpu_usd_per_hour: float | None = None) -> Figure:
+    others = ("runs whose backend reports none are left out" if gpu_usd_per_hour is None
+              else f"runs whose backend reports none (marked GPU): their drawing seconds at "
+                   f"{gpu_usd_per_hour:g} USD per GPU hour")
     fig, ax = _new_figure("cost_vs_overall", "Generation cost vs Overall per model",
-                          "reported generation cost of the run's sheets; runs whose backend "
-                          "reports none are left out")
-    points = [(run, generation_cost(run.report), run.aggregate["overall"]) for run in runs]
-    return _cost_scatter(fig, ax, runs, points, "generation cost of the sheets (USD)")
+                          f"reported generation cost of the run's sheets; {others}")
+    points = [(run, generation_cost(run.report, gpu_usd_per_hour), run.aggregate["overall"])
+              for run in runs]
+    marked = {id(run) for run in runs if priced_by_gpu_time(run.report, gpu_usd_per_hour)}
+    return _cost_scatter(fig, ax, runs, points, "generation cost of the sheets (USD)",
+                         lambda run: f"{run.label} (GPU)" if id(run) in marked else run.label)
 
 
 def _judge_cost_vs_overall(runs: Sequence[Run]) -> Figure:
@@ -507,7 +532,7 @@ def _judge_cost_vs_overall(runs: Sequence[Run]) -> Figure:
 
 def _cost_scatter(fig: Figure, ax: Axes, runs: Sequence[Run],
                   points: Sequence[tuple[Run, float | None, float | None]],
-                  xlabel: str) -> Figure:
+                  xlabel: str, label: Callable[[Run], str] = lambda run: run.label) -> Figure:
     from matplotlib.ticker import StrMethodFormatter
 
     shown = [(run, x, y) for run, x, y in points if x is not None and y is not None]
@@ -517,7 +542,7 @@ def _cost_scatter(fig: Figure, ax: Axes, runs: Sequence[Run],
                    linewidths=0.8, zorder=3, clip_on=False)
         # Labels of points in the right half go to their left, inside the axes.
         left_side = x > right / 2
-        ax.annotate(run.label, (x, y), xytext=(-9 if left_side else 9, 6),
+        ax.annotate(label(run), (x, y), xytext=(-9 if left_side else 9, 6),
                     textcoords="offset points", fontsize=9,
                     ha="right" if left_side else "left")
     ax.set_xlim(-0.03 * right, right)
@@ -548,20 +573,31 @@ _NEEDS: dict[str, Callable[[Sequence[Mapping[str, Any]]], bool]] = {
 }
 
 
-def build_figures(reports: Sequence[Mapping[str, Any]]) -> dict[str, Figure]:
+def build_figures(reports: Sequence[Mapping[str, Any]],
+                  gpu_usd_per_hour: float | None = None) -> dict[str, Figure]:
     """The figures by name, in ``FIGURES`` order; ``cost_vs_overall`` only when a run has a
-    reported generation cost, ``judge_cost_vs_overall`` only when one has a judge cost.
-    Raises ImportError (naming the install command) without matplotlib."""
+    generation cost (reported, or its GPU seconds at ``gpu_usd_per_hour``),
+    ``judge_cost_vs_overall`` only when one has a judge cost. Raises ImportError (naming the
+    install command) without matplotlib."""
     _require_matplotlib()
     if not reports:
         raise ValueError("no reports to draw")
     runs = make_runs(reports)
+    def cost_figure(runs: Sequence[Run]) -> Figure:
+        return _cost_vs_overall(runs, gpu_usd_per_hour)
+
+    def has_cost(reports: Sequence[Mapping[str, Any]]) -> bool:
+        return has_generation_cost(reports, gpu_usd_per_hour)
+
+    drawers = {**FIGURES, "cost_vs_overall": cost_figure}
+    needs = {**_NEEDS, "cost_vs_overall": has_cost}
     with _style():
-        return {name: draw(runs) for name, draw in FIGURES.items()
-                if name not in _NEEDS or _NEEDS[name](reports)}
+        return {name: draw(runs) for name, draw in drawers.items()
+                if name not in needs or needs[name](reports)}
 
 
-def write_figures(reports: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
+def write_figures(reports: Sequence[Mapping[str, Any]], out: Path,
+                  gpu_usd_per_hour: float | None = None) -> list[Path]:
     """Write every figure as ``<name>.png`` and ``<name>.svg`` under ``out``.
 
     Returns the files written, PNG before SVG, in ``FIGURES`` order. The cost figures are
@@ -569,7 +605,7 @@ def write_figures(reports: Sequence[Mapping[str, Any]], out: Path) -> list[Path]
     generation cost (``has_generation_cost``; local backends report none) or a judge cost
     (``has_judge_cost``; offline judges, replayed judgments).
     """
-    figures = build_figures(reports)
+    figures = build_figures(reports, gpu_usd_per_hour)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with _style():

@@ -482,12 +482,14 @@ FIGURE_CAPTIONS: dict[str, str] = {
 }
 
 
-def draw_figures(runs: Sequence[Run], out: Path) -> tuple[list[Path], str | None]:
+def draw_figures(runs: Sequence[Run], out: Path, gpu_usd_per_hour: float | None = None
+                 ) -> tuple[list[Path], str | None]:
     """The figures of these runs under ``out``/figures, and why there are none, if none."""
     from .figures import write_figures
 
     try:
-        written = write_figures([run.report for run in runs], out / FIGURES_DIR)
+        written = write_figures([run.report for run in runs], out / FIGURES_DIR,
+                                gpu_usd_per_hour)
     except ImportError as exc:
         return [], str(exc)
     for stale in (out / FIGURES_DIR).glob("*.*"):  # a figure these runs no longer have
@@ -740,7 +742,8 @@ def render_run(run: Run, media: Mapping[tuple[str, str], Media],
 
 def write_html(run_dirs: Sequence[Path], out: Path, *,
                case_paths: Sequence[Path] = (),
-               progress: Callable[[int, int], None] | None = None) -> Path:
+               progress: Callable[[int, int], None] | None = None,
+               gpu_usd_per_hour: float | None = None) -> Path:
     """Write the report folder for these run directories, figures included (shown on the
     index page, linked from every run page); returns the path of index.html.
 
@@ -756,7 +759,7 @@ def write_html(run_dirs: Sequence[Path], out: Path, *,
     cases = find_cases(runs, case_paths)
     for run in runs:
         (out / run.page).write_text(render_run(run, media, cases), encoding="utf-8")
-    files, note = draw_figures(runs, out)
+    files, note = draw_figures(runs, out, gpu_usd_per_hour)
     index = out / INDEX
     index.write_text(render_index(runs, figures_section(files, note)), encoding="utf-8")
     return index

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .figures import INSTALL_HINT, has_generation_cost, has_judge_cost
+from .figures import INSTALL_HINT, has_generation_cost, has_judge_cost, priced_by_gpu_time
 from .html import FIGURES_DIR, write_html
 from .merge import MergeError
 from .merge import merge as merge_parts
@@ -70,7 +70,8 @@ def report(args: argparse.Namespace) -> int:
     out = Path(args.out)
     print(f"imagetime report: {len(runs)} run{'s' if len(runs) != 1 else ''}: making the "
           f"sheets' thumbnails, the pages and the figures", file=sys.stderr, flush=True)
-    index = write_html(runs, out, progress=_Progress())
+    rate = args.gpu_usd_per_hour
+    index = write_html(runs, out, progress=_Progress(), gpu_usd_per_hour=rate)
     print(f"html: {index}")
     figures = sorted((out / FIGURES_DIR).glob("*.*")) if (out / FIGURES_DIR).is_dir() else []
     if not figures:
@@ -79,9 +80,17 @@ def report(args: argparse.Namespace) -> int:
         return 0
     print(f"figures: {len(figures)} files in {out / FIGURES_DIR}, shown on {index.name}")
     reports = [json.loads((run / "report.json").read_text(encoding="utf-8")) for run in runs]
-    if not has_generation_cost(reports):
+    if not has_generation_cost(reports, rate):
         print("figures: no reported generation cost in these runs, so no "
-              "generation-cost-vs-Overall figure")
+              "generation-cost-vs-Overall figure"
+              + ("" if rate is not None else " (--gpu-usd-per-hour prices local runs' "
+                 "drawing seconds)"))
+    elif rate is not None:
+        priced = [run.name for run, r in zip(runs, reports, strict=True)
+                  if priced_by_gpu_time(r, rate)]
+        if priced:
+            print(f"figures: {len(priced)} run{'s' if len(priced) != 1 else ''} priced by "
+                  f"GPU time at {rate:g} USD/h")
     if not has_judge_cost(reports):
         print("figures: no judge cost in these runs, so no judge-cost-vs-Overall figure")
     return 0
