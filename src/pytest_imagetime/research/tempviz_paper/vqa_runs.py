@@ -88,8 +88,9 @@ def write_questions(asking: Asking, prompts: Sequence[Prompt], path: Path
         stored = slot.stored(_questions_usable)
         if stored is None:
             pending.append((line, prompt, slot))
-        else:
-            line["questions"] = asking.tally.reuse(stored)
+        else:  # as a fresh answer is written: the store keeps its keys sorted
+            line["questions"] = [question_from(q, "stored").as_dict()
+                                 for q in asking.tally.reuse(stored)]
     if pending:
         asker = asking.make()
 
