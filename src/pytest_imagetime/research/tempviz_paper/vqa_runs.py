@@ -55,11 +55,13 @@ class Asking:
     store: AnswerStore
     tally: Tally
     concurrency: int = 8
-    params: Mapping[str, Any] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     def key(self, command: str, text: str, **more: str) -> dict[str, Any]:
+        """What decides an answer: the text asked, the model and its parameters (and, for a
+        reply about an image, the image's digest); not the endpoint."""
         return {"command": command, "version": VQA_VERSION, "model": self.model,
-                "text": text, "params": dict(self.params or {}), **more}
+                "text": text, "params": dict(self.params), **more}
 
 
 def _questions_usable(value: Any) -> bool:
