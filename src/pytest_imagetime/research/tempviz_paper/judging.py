@@ -26,7 +26,7 @@ from ...tempviz.judge import (
     whole_prompt_text,
 )
 from ...tempviz.prompts import Prompt, check_directory, load_table
-from .answer_store import AnswerStore, image_digest, image_url
+from .answer_store import AnswerStore, Slot, image_digest, image_url
 from .images import TempvizImage
 from .tally import Reply, Tally
 
@@ -84,7 +84,7 @@ def judge_images(judge: WholePromptJudge, images: Sequence[TempvizImage],
         print(f"imagetime tempviz judge: {len(unknown)} images have no row in the tables, "
               f"left out: {', '.join(unknown[:5])}", file=sys.stderr)
     rows: list[dict[str, str]] = []
-    pending = []
+    pending: list[tuple[int, TempvizImage, str, Slot]] = []
     for image in known:
         row = {"model": image.model, "judge": judge.name, "id": image.id,
                "category": image.category, "index": image.index, "prediction": "",
@@ -108,7 +108,7 @@ def judge_images(judge: WholePromptJudge, images: Sequence[TempvizImage],
         answer, cost = calling.answer(prompts[image.id], image_url(image.path, digest))
         return {"answer": answer.answer, "analysis": answer.analysis}, answer.content, cost
 
-    def one(task: tuple[int, TempvizImage, str, Any]) -> None:
+    def one(task: tuple[int, TempvizImage, str, Slot]) -> None:
         at, image, digest, slot = task
         about = {"command": "tempviz judge", "id": image.id, "model": image.model,
                  "image_sha256": digest, "judge": judge.name,
