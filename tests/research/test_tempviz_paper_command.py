@@ -80,3 +80,14 @@ def test_bad_words_are_refused(words: list[str], capsys: pytest.CaptureFixture[s
         _parse(*words)
     assert raised.value.code == 2
     assert "imagetime tempviz" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["judge", "vqa-questions", "vqa-answer"])
+def test_the_asking_runs_take_prices_a_budget_and_a_store(name: str) -> None:
+    args = _parse(name, *SUBCOMMANDS[name])
+    assert (args.price, args.prices, args.max_cost, args.store, args.no_store) == (
+        None, None, None, None, False)
+    args = _parse(name, *SUBCOMMANDS[name], "--price", "1,2,0.5", "--max-cost", "3",
+                  "--store", "s")
+    assert (args.price, args.max_cost, args.store) == ((1.0, 2.0, 0.5), 3.0, "s")
+    assert _parse(name, *SUBCOMMANDS[name], "--no-store").no_store is True

@@ -13,11 +13,15 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from pytest_imagetime.judges.base import JudgeOptions
+from pytest_imagetime.research.tempviz_paper.answer_store import AnswerStore
 from pytest_imagetime.research.tempviz_paper.images import TempvizImage, find_images
 from pytest_imagetime.research.tempviz_paper.judging import COLUMNS, judge_images, load_prompts
+from pytest_imagetime.research.tempviz_paper.tally import Tally
 from pytest_imagetime.research.tempviz_paper.vqa import Question, question_from
 from pytest_imagetime.research.tempviz_paper.vqa_runs import (
     SCORE_COLUMNS,
+    Asking,
     answer_images,
     read_questions,
     write_questions,
@@ -96,6 +100,7 @@ class ScriptedJudge(WholePromptJudge):
     """Answers from a table by prompt id; no endpoint behind it."""
 
     def __init__(self, replies: dict[str, Answer | JudgeError]) -> None:
+        super().__init__(JudgeOptions(model="scripted", calls=False))
         self.replies = replies
         self.urls: list[str] = []
 
@@ -111,6 +116,13 @@ class ScriptedJudge(WholePromptJudge):
         return reply, 0.001
 
 
+NO_STORE = AnswerStore(None, enabled=False)
+
+
+def _tally() -> Tally:
+    return Tally("scripted", priced=True)
+
+
 def _image(tmp_path: Path, stem: str, model: str = "flux") -> TempvizImage:
     category, _, index = stem.rpartition("-")
     return TempvizImage(model, category, index, _stored(tmp_path / model, stem))
@@ -124,7 +136,7 @@ def test_judged_rows_keep_the_order_and_carry_answers_and_errors(
         "Maps-0": Answer("no", None, "no", 1)})
     images = [_image(tmp_path, "Maps-0"), _image(tmp_path, "Animals-0"),
               _image(tmp_path, "Animals-1")]
-    rows = judge_images(judge, images, prompts, concurrency=3)
+    rows = judge_images(judge, images, prompts, 3, NO_STORE, _tally())
     assert [tuple(row) for row in rows] == [COLUMNS] * 3
     assert [(r["id"], r["prediction"], r["analysis"], r["error"]) for r in rows] == [
         ("Maps-0", "no", "", ""), ("Animals-0", "yes", "a calf", ""),
@@ -137,7 +149,7 @@ def test_images_without_a_prompt_are_left_out_and_named(
         tmp_path: Path, prompts: dict[str, Prompt], capsys: pytest.CaptureFixture[str]) -> None:
     judge = ScriptedJudge({"Maps-0": Answer("yes", None, "yes", 1)})
     rows = judge_images(judge, [_image(tmp_path, "Maps-0"), _image(tmp_path, "Maps-99")],
-                        prompts, concurrency=0)
+                        prompts, 0, NO_STORE, _tally())
     assert [r["id"] for r in rows] == ["Maps-0"]
     assert "1 images have no row in the tables, left out: Maps-99" in capsys.readouterr().err
 
@@ -147,7 +159,8 @@ def test_an_unreadable_image_is_an_error_row(tmp_path: Path,
     broken = tmp_path / "Maps-0.png"
     broken.write_bytes(b"not a picture")
     judge = ScriptedJudge({"Maps-0": Answer("yes", None, "yes", 1)})
-    (row,) = judge_images(judge, [TempvizImage("m", "Maps", "0", broken)], prompts, 1)
+    (row,) = judge_images(judge, [TempvizImage("m", "Maps", "0", broken)], prompts, 1,
+                          NO_STORE, _tally())
     assert row["prediction"] == "" and "cannot identify image file" in row["error"]
 
 
@@ -156,6 +169,7 @@ class ScriptedAsker(TextAsker):
 
     def __init__(self, reply: Callable[[str], str]) -> None:
         self.model = "scripted-vlm"
+        self.price = None
         self.reply = reply
         self.asked: list[str] = []
         self.lock = threading.Lock()
@@ -179,6 +193,10 @@ ITEMS: list[dict[str, Any]] = [
 QUESTIONS = {"questions": ITEMS}
 
 
+def _asking(asker: ScriptedAsker, concurrency: int) -> Asking:
+    return Asking(asker.model, lambda: asker, NO_STORE, _tally(), concurrency)
+
+
 def _generator(text: str) -> str:
     if "24 years old" in text:
         raise JudgeError("no valid answer after 2 attempts")
@@ -190,7 +208,7 @@ def test_questions_are_written_per_prompt_with_generator_and_errors(
     asker = ScriptedAsker(_generator)
     chosen = [prompts["Animals-0"], prompts["Animals-1"]]
     path = tmp_path / "questions.jsonl"
-    lines = write_questions(asker, chosen, path, concurrency=2)
+    lines = write_questions(_asking(asker, 2), chosen, path)
     stored = [json.loads(line) for line in path.read_text().splitlines()]
     assert stored == lines
     assert [line["id"] for line in lines] == ["Animals-0", "Animals-1"]
@@ -234,7 +252,7 @@ def test_answers_are_scored_per_image_with_every_reply(tmp_path: Path) -> None:
     asker = ScriptedAsker(lambda text: "An aardvark." if "animal" in text else "B")
     images = [_image(tmp_path, "Animals-0"), _image(tmp_path, "Maps-0"),
               _image(tmp_path, "Maps-7")]  # Maps-7 has no questions: left out
-    rows, details = answer_images(asker, images, questions, concurrency=2)
+    rows, details = answer_images(_asking(asker, 2), images, questions)
     assert [tuple(row) for row in rows] == [SCORE_COLUMNS] * 2
     assert [(r["id"], r["questions"], r["correct"], r["fraction"], r["error"]) for r in rows] == [
         ("Animals-0", "2", "1", "0.500000", ""), ("Maps-0", "0", "0", "0.000000", "")]
@@ -248,8 +266,8 @@ def test_an_image_whose_answers_fail_keeps_its_error_and_no_replies(tmp_path: Pa
         raise JudgeError("the endpoint refused the key")
 
     question = Question("subject", "object", "open", "What animal is shown?", "aardvark")
-    rows, details = answer_images(ScriptedAsker(fail), [_image(tmp_path, "Animals-0")],
-                                  {"Animals-0": [question]}, concurrency=1)
+    rows, details = answer_images(_asking(ScriptedAsker(fail), 1),
+                                  [_image(tmp_path, "Animals-0")], {"Animals-0": [question]})
     assert rows == [{"model": "flux", "id": "Animals-0", "category": "Animals", "index": "0",
                      "questions": "1", "correct": "", "fraction": "",
                      "error": "the endpoint refused the key"}]

@@ -86,6 +86,7 @@ def add_parser(sub: Any) -> None:
                        "category (default 3 with --exemplars, else 0).")
     judge.add_argument("--judge-model", default=JudgeOptions().model, help="The judge model.")
     _endpoint_arguments(judge)
+    _asking_arguments(judge, "<model>/tempviz/paper-judge, beside each run's images")
     judge.add_argument("-o", "--out", required=True, metavar="TABLE.csv",
                        help="Table to write.")
     judge.set_defaults(runner=f"{RUNS}:judge", writes=("out", "file"))
@@ -98,6 +99,7 @@ def add_parser(sub: Any) -> None:
     questions.add_argument("--llm-model", default="meta-llama/Llama-3.3-70B-Instruct",
                            help="The question generator (default: the paper's).")
     _endpoint_arguments(questions)
+    _asking_arguments(questions, "paper-vqa-questions beside the questions file")
     questions.add_argument("-o", "--out", required=True, metavar="QUESTIONS.jsonl",
                            help="Questions file to write.")
     questions.set_defaults(runner=f"{RUNS}:vqa_questions", writes=("out", "file"))
@@ -111,6 +113,7 @@ def add_parser(sub: Any) -> None:
     answer.add_argument("--details", metavar="FILE.jsonl", help="Also write every question, "
                         "reply and verdict.")
     _endpoint_arguments(answer)
+    _asking_arguments(answer, "<model>/tempviz/paper-vqa, beside each run's images")
     answer.add_argument("-o", "--out", required=True, metavar="TABLE.csv",
                         help="Score table to write.")
     answer.set_defaults(runner=f"{RUNS}:vqa_answer", writes=("out", "file"))
@@ -144,3 +147,41 @@ def _endpoint_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Transport retries of one request.")
     parser.add_argument("--reasks", type=int, default=defaults.reasks,
                         help="Requests again after an unusable answer.")
+
+
+def _price(text: str) -> tuple[float, ...]:
+    try:
+        rates = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        rates = ()
+    if len(rates) not in (2, 3) or any(not rate >= 0 for rate in rates):
+        raise argparse.ArgumentTypeError(f"{text!r}: give IN,OUT or IN,OUT,CACHED in USD per "
+                                         "1M tokens, none negative, e.g. 5,30,0.5")
+    return rates
+
+
+def _usd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give USD, a number of 0 or more")
+    return value
+
+
+def _asking_arguments(parser: argparse.ArgumentParser, store: str) -> None:
+    """Prices, the budget and the answer store of the commands that ask an endpoint."""
+    parser.add_argument("--price", type=_price, metavar="IN,OUT[,CACHED]",
+                        help="The model's price in USD per 1M tokens (cached input defaults "
+                        "to IN), overriding the shipped table; 0,0 for a server of your own.")
+    parser.add_argument("--prices", metavar="FILE", help="JSON price table to use beside the "
+                        "shipped one (docs/judging.md).")
+    parser.add_argument("--max-cost", type=_usd, metavar="USD", help="Stop asking once this "
+                        "many USD are spent; what is not asked is an error row. Needs a "
+                        "known price.")
+    kept = parser.add_mutually_exclusive_group()
+    kept.add_argument("--store", metavar="DIR", help=f"Keep every answer in DIR as it "
+                      f"arrives and reuse it on a rerun (default: {store}).")
+    kept.add_argument("--no-store", action="store_true", help="Ask every question again "
+                      "and keep no answer.")

@@ -5,6 +5,7 @@ and the VQA sweep over label tables, and the judge, VQA and label-form runs over
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...backends.prices import price_for
 from ...judges.base import JudgeOptions
 from ...tempviz.examples import ExamplesError
 from ...tempviz.exemplars import load_exemplars
@@ -20,6 +22,7 @@ from ...tempviz.prompts import TempvizDataError
 from ..agreement.tables import TableError
 from ..labels.columns import write_csv
 from ..labels.tempviz_form import export_tempviz
+from .answer_store import AnswerStore
 from .evaluate import (
     OVERALL,
     THRESHOLDS,
@@ -30,7 +33,7 @@ from .evaluate import (
     sweep,
 )
 from .images import find_images
-from .judging import COLUMNS, judge_images, load_prompts
+from .judging import COLUMNS, JUDGE_STORE, judge_images, load_prompts
 from .labels import (
     COMBINED,
     TARGETS,
@@ -43,7 +46,17 @@ from .labels import (
     yes_no,
 )
 from .significance import point_biserial_test
-from .vqa_runs import KEY_HINT, SCORE_COLUMNS, answer_images, read_questions, write_questions
+from .tally import Tally
+from .vqa_runs import (
+    ANSWERS_STORE,
+    KEY_HINT,
+    QUESTIONS_STORE,
+    SCORE_COLUMNS,
+    Asking,
+    answer_images,
+    read_questions,
+    write_questions,
+)
 
 PBS_TARGETS = ("q2", "q3", COMBINED)  # the columns of Table 3
 
@@ -228,12 +241,32 @@ def judge_options(args: argparse.Namespace, model: str) -> JudgeOptions:
     key_env = None if args.key_env.lower() == "none" else args.key_env
     return JudgeOptions(model=model, base_url=args.base_url, key_env=key_env,
                         concurrency=args.concurrency, timeout_s=args.timeout,
-                        retries=args.retries, reasks=args.reasks)
+                        retries=args.retries, reasks=args.reasks,
+                        price_per_mtok=args.price,
+                        prices_file=Path(args.prices) if args.prices else None)
 
 
 def write_rows(path: str, columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> None:
 
     write_csv(Path(path), columns, rows)
+
+
+def _tally(args: argparse.Namespace, options: JudgeOptions) -> Tally:
+    """The run's tally; ValueError for --max-cost without a known price."""
+    price = price_for(options.model, options.price_per_mtok, options.prices_file)
+    return Tally(options.model, price is not None, args.max_cost)
+
+
+def _store(args: argparse.Namespace, beside: str = "",
+           folder: Path | None = None) -> AnswerStore:
+    return AnswerStore(Path(args.store) if args.store else folder, beside,
+                       enabled=not args.no_store)
+
+
+def _finish(args: argparse.Namespace, tally: Tally) -> None:
+    print(tally.summary())
+    for warning in tally.warnings():
+        print(f"imagetime tempviz {args.tempviz_command}: {warning}", file=sys.stderr)
 
 
 def _judge(args: argparse.Namespace) -> None:
@@ -246,18 +279,25 @@ def _judge(args: argparse.Namespace) -> None:
     shots = args.shots if args.shots is not None else (3 if exemplars else 0)
     if shots and not exemplars:
         raise ValueError(f"--shots {shots} needs --exemplars")
-    judge = WholePromptJudge(judge_options(args, args.judge_model), args.style, exemplars,
+    options = judge_options(args, args.judge_model)
+    # Names the judge and keys its answers; the judge that calls is made only when needed.
+    judge = WholePromptJudge(dataclasses.replace(options, calls=False), args.style, exemplars,
                              shots)
-    rows = judge_images(judge, find_images(args.runs), prompts, args.concurrency)
+    tally = _tally(args, options)
+    rows = judge_images(judge, find_images(args.runs), prompts, args.concurrency,
+                        _store(args, JUDGE_STORE), tally,
+                        lambda: WholePromptJudge(options, args.style, exemplars, shots))
     write_rows(args.out, COLUMNS, rows)
     failed = sum(1 for r in rows if r["error"])
     print(f"wrote {args.out}: {len(rows)} images judged by {judge.name}"
           + (f", {failed} without an answer" if failed else ""))
+    _finish(args, tally)
 
 
-def _asker(args: argparse.Namespace, model: str, who: str) -> Any:
-
-    return TextAsker(judge_options(args, model), who=who, key_hint=KEY_HINT)
+def _asking(args: argparse.Namespace, model: str, who: str, store: AnswerStore) -> Asking:
+    options = judge_options(args, model)
+    return Asking(model, lambda: TextAsker(options, who=who, key_hint=KEY_HINT), store,
+                  _tally(args, options), args.concurrency, options.params)
 
 
 def _vqa_questions(args: argparse.Namespace) -> None:
@@ -268,19 +308,21 @@ def _vqa_questions(args: argparse.Namespace) -> None:
         raise ValueError(str(exc)) from None
     wanted = ({i.id for i in find_images(args.runs)} if args.runs else set(prompts))
     chosen = [p for key, p in prompts.items() if key in wanted]
-    lines = write_questions(_asker(args, args.llm_model, "the question generator"), chosen,
-                            Path(args.out), args.concurrency)
+    asking = _asking(args, args.llm_model, "the question generator",
+                     _store(args, folder=Path(args.out).parent / QUESTIONS_STORE))
+    lines = write_questions(asking, chosen, Path(args.out))
     failed = sum(1 for line in lines if "error" in line)
     asked = sum(len(line.get("questions", [])) for line in lines)
     print(f"wrote {args.out}: {asked} questions for {len(lines) - failed} prompts"
           + (f", {failed} prompts without questions" if failed else ""))
+    _finish(args, asking.tally)
 
 
 def _vqa_answer(args: argparse.Namespace) -> None:
 
     questions = read_questions(Path(args.questions))
-    rows, details = answer_images(_asker(args, args.vlm_model, "the VQA answerer"),
-                                  find_images(args.runs), questions, args.concurrency)
+    asking = _asking(args, args.vlm_model, "the VQA answerer", _store(args, ANSWERS_STORE))
+    rows, details = answer_images(asking, find_images(args.runs), questions)
     write_rows(args.out, SCORE_COLUMNS, rows)
     if args.details:
         Path(args.details).write_text("".join(json.dumps(d) + "\n" for d in details),
@@ -288,6 +330,7 @@ def _vqa_answer(args: argparse.Namespace) -> None:
     failed = sum(1 for r in rows if r["error"])
     print(f"wrote {args.out}: {len(rows)} images" + (f", {failed} without scores"
                                                        if failed else ""))
+    _finish(args, asking.tally)
 
 
 def _label_export(args: argparse.Namespace) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...backends.openai_client import InvalidAnswer
+from ...backends.prices import cost_usd
 from ...judges.ask import short
 from ...tempviz.judge import TextAsker
 
@@ -122,17 +123,23 @@ def parse_questions(content: str) -> list[Question]:
     return [question_from(item, f"question {n}") for n, item in enumerate(items, start=1)]
 
 
-def generate_questions(asker: TextAsker, prompt: str) -> list[Question]:
-    """The questions for one prompt, from the LLM (the original prompt, opening included)."""
+def generator_text(prompt: str) -> str:
+    """What the LLM is asked for one prompt (the original prompt, opening included)."""
+    return GENERATOR.format(categories=", ".join(ELEMENT_CATEGORIES), prompt=prompt)
+
+
+def generate_questions(asker: TextAsker, prompt: str) -> tuple[list[Question], str, float]:
+    """The questions for one prompt from the LLM, its raw reply and the cost in USD (0
+    without a price)."""
     found: list[Question] = []
 
     def parse(content: str) -> tuple[str, str | None]:
         found[:] = parse_questions(content)
         return "ok", None
 
-    text = GENERATOR.format(categories=", ".join(ELEMENT_CATEGORIES), prompt=prompt)
-    asker.ask_text([{"role": "user", "content": text}], parse)
-    return found
+    answer, tokens_in, tokens_out = asker.ask_text(
+        [{"role": "user", "content": generator_text(prompt)}], parse)
+    return found, answer.content, cost_usd(asker.price, tokens_in, tokens_out)
 
 
 def ask_text(question: Question) -> str:
@@ -142,17 +149,19 @@ def ask_text(question: Question) -> str:
     return OPEN_ASK.format(question=question.question)
 
 
-def answer_question(asker: TextAsker, question: Question, image_url: str) -> str:
-    """The VLM's free-form reply to one question about the image."""
+def answer_question(asker: TextAsker, question: Question, image_url: str
+                    ) -> tuple[str, float]:
+    """The VLM's free-form reply to one question about the image, and its cost in USD (0
+    without a price)."""
     def parse(content: str) -> tuple[str, str | None]:
         if not content.strip():
             raise InvalidAnswer("an empty answer")
         return content.strip(), None
 
-    answer, _, _ = asker.ask_text([{"role": "user", "content": [
+    answer, tokens_in, tokens_out = asker.ask_text([{"role": "user", "content": [
         {"type": "text", "text": ask_text(question)},
         {"type": "image_url", "image_url": {"url": image_url}}]}], parse)
-    return answer.answer
+    return answer.answer, cost_usd(asker.price, tokens_in, tokens_out)
 
 
 def normalise(text: str) -> str:
