@@ -16,9 +16,9 @@ from typing import Any
 
 from PIL import Image
 
-from ..backends.hosted_calls import HostedCalls, fetch_bytes, request_json
+from ..backends.hosted_calls import fetch_bytes, request_json
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
-from .hosted import HostedModel, key_env_of, per_image_cost, read_key
+from .hosted import HostedModel, per_image_cost
 from .openai_images import decode_image
 from .overrides import Converter, boolean
 
@@ -63,14 +63,9 @@ class BflModel(HostedModel):
                  options: ModelOptions | None = None) -> None:
         super().__init__(argument, name, options, default_model=DEFAULT_MODEL,
                          converters=OVERRIDES)
-        self._headers: dict[str, str] = {}
-        if not self.options.calls:  # it only names and describes its sheets
-            return
-        key_env = key_env_of(self.options, KEY_ENV)
-        key = read_key(key_env, "the bfl model")
-        self._headers = {**self.options.headers, **({"x-key": key} if key else {})}
-        self._calls = HostedCalls(self.calls_config("the BFL API", key_env, key, name),
-            error=ModelError, check=self._check_key)
+        if self.options.calls:  # else it only names and describes its sheets
+            self.call_with_key_header(name, KEY_ENV, "the BFL API",
+                                      lambda key: {"x-key": key}, check=self._check_key)
 
     def _url(self, path: str) -> str:
         return (self.options.base_url or DEFAULT_BASE_URL).rstrip("/") + path

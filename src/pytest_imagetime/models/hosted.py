@@ -8,11 +8,11 @@ request and keeps the first image: the ImageTime paper's single pass.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..backends.hosted_calls import CallsConfig, HostedCalls
-from ..backends.openai_client import NO_CALLS, safe_url
+from ..backends.hosted_calls import CallsConfig, HostedCalls, http_failure
+from ..backends.openai_client import NO_CALLS, Failure, safe_url
 from .base import ImageModel, ModelError, ModelOptions
 from .openai_images import price_for
 from .overrides import Converter, parse_overrides, split_argument
@@ -74,6 +74,7 @@ class HostedModel(ImageModel):
         self.overrides = dict(parse_overrides(overrides, converters, name))
         self.options = options or ModelOptions()
         self._calls: HostedCalls | None = None  # set by a subclass that calls its API
+        self._headers: dict[str, str] = {}  # of a backend that sends its key in a header
 
     @property
     def name(self) -> str:
@@ -101,6 +102,20 @@ class HostedModel(ImageModel):
         if self._calls is None:
             raise self.no_calls()
         return self._calls
+
+    def call_with_key_header(
+            self, name: str, own_key_env: str, who: str,
+            key_header: Callable[[str], Mapping[str, str]], *,
+            check: Callable[[], None] | None = None,
+            classify: Callable[[BaseException], Failure | None] = http_failure,
+            refusal: Callable[[Failure], bool] = lambda failure: False) -> None:
+        """Read the key and set up the calls of a backend that sends it in a header (over the
+        user's own headers); ``name`` is the registered name the user typed."""
+        key_env = key_env_of(self.options, own_key_env)
+        key = read_key(key_env, f"the {self.backend} model")
+        self._headers = {**self.options.headers, **(key_header(key) if key else {})}
+        self._calls = HostedCalls(self.calls_config(who, key_env, key, name), error=ModelError,
+                                  check=check, classify=classify, refusal=refusal)
 
     def calls_config(self, who: str, key_env: str | None, key: str | None, name: str,
                      credentials: str = "") -> CallsConfig:

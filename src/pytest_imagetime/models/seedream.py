@@ -17,14 +17,13 @@ from typing import Any
 from PIL import Image
 
 from ..backends.hosted_calls import (
-    HostedCalls,
     fetch_bytes,
     http_failure,
     request_json,
 )
 from ..backends.openai_client import Failure
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
-from .hosted import HostedModel, key_env_of, per_image_cost, read_key
+from .hosted import HostedModel, per_image_cost
 from .openai_images import decode_b64, decode_image
 from .overrides import Converter, boolean, choice
 
@@ -81,15 +80,10 @@ class SeedreamModel(HostedModel):
                  options: ModelOptions | None = None) -> None:
         super().__init__(argument, name, options, default_model=DEFAULT_MODEL,
                          converters=OVERRIDES)
-        self._headers: dict[str, str] = {}
-        if not self.options.calls:  # it only names and describes its sheets
-            return
-        key_env = key_env_of(self.options, KEY_ENV)
-        key = read_key(key_env, "the seedream model")
-        self._headers = {**self.options.headers,
-                         **({"authorization": f"Bearer {key}"} if key else {})}
-        self._calls = HostedCalls(self.calls_config("the Seedream endpoint", key_env, key, name),
-            error=ModelError, classify=classify, refusal=is_refusal)
+        if self.options.calls:  # else it only names and describes its sheets
+            self.call_with_key_header(name, KEY_ENV, "the Seedream endpoint",
+                                      lambda key: {"authorization": f"Bearer {key}"},
+                                      classify=classify, refusal=is_refusal)
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
