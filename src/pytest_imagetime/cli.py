@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -96,6 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = runner(args)(args)
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): stop quietly, as other command-line tools do;
+        # stdout goes to devnull so that the interpreter's last flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except OSError as exc:  # a file that vanished or a disk that filled: its reason, once
         print(f"{command}: {exc}", file=sys.stderr)
         return 2

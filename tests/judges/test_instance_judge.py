@@ -170,8 +170,8 @@ def test_detectors_load_by_name_and_model(tiny: dict[str, Path]) -> None:
     idle = InstanceJudge("grounding-dino", options=JudgeOptions(calls=False))
     assert (idle.config()["detector"], idle.config()["detector_model"]) == (
         "grounding-dino", GROUNDING_DINO_ID)
-    with pytest.raises(ValueError, match=r"cannot load the detector /no/such/folder: .*"
-                                         r"NAME=FOLDER"):
+    with pytest.raises(ValueError, match=r"cannot load the detector /no/such/folder: no such "
+                                         r"folder; .*NAME=FOLDER"):
         load_detector("owlv2=/no/such/folder")
 
 

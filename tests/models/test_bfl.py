@@ -77,6 +77,10 @@ def test_specs_and_overrides(key: str) -> None:
     assert MODELS.create("bfl").model == DEFAULT_MODEL
     with pytest.raises(ValueError, match=r"api_size='100': give a side in pixels, a multiple"):
         BflModel("api_size=100")
+    with pytest.raises(ValueError, match=r"api_size='big': give a side in pixels, a multiple"):
+        BflModel("api_size=big")
+    with pytest.raises(ValueError, match=r"safety_tolerance='strict': give an integer from 0"):
+        BflModel("safety_tolerance=strict")
 
 
 def test_a_regional_host_is_a_base_url(key: str) -> None:

@@ -140,6 +140,7 @@ def test_preset_config_carries_the_published_settings() -> None:
     ("stepz=2", r"unknown override 'stepz'; accepted: .*steps"),
     ("dtype=float8", r"dtype='float8': use one of auto, float32, float16, bfloat16"),
     ("size=1000", r"size='1000': give a multiple of 16"),
+    ("size=large", r"size='large': give a multiple of 16"),
     ("scheduler=NoSuchScheduler", r"scheduler='NoSuchScheduler' is not a diffusers scheduler"
                                   r" class; e\.g\. EulerDiscreteScheduler"),
     ("cpu_offload=always", r"cpu_offload='always': use one of none, model, sequential"),

@@ -102,8 +102,13 @@ def test_google_api_key_is_read_when_gemini_api_key_is_not_set(
 def test_a_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ValueError, match=r"environment variable GEMINI_API_KEY"):
+    with pytest.raises(ValueError, match=r"environment variable GEMINI_API_KEY or "
+                                         r"GOOGLE_API_KEY \(or --imagetime-model-key-env"):
         GeminiImageModel(None)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.delenv("MY_KEY", raising=False)
+    with pytest.raises(ValueError, match=r"environment variable MY_KEY \(or "):
+        GeminiImageModel(None, options=ModelOptions(key_env="MY_KEY"))
 
 
 def test_a_rejected_key_stops_the_run_before_a_request(

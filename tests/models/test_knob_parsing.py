@@ -73,7 +73,7 @@ def test_compile_choice(raw: str, expected: str) -> None:
 
 
 def test_compile_choice_refuses_other_words() -> None:
-    with pytest.raises(ValueError, match="give true or false"):
+    with pytest.raises(ValueError, match="give true, false, full or regional"):
         compile_choice("sometimes")
 
 

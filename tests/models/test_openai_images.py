@@ -158,6 +158,7 @@ def test_specs(key: str, argument: str | None, model: str, overrides: dict[str, 
         ("quality=ultra", r"quality='ultra': use one of low, medium, high"),
         ("api_size=big", r"api_size='big': give WIDTHxHEIGHT"),
         ("output_compression=101", r"give an integer from 0 to 100"),
+        ("output_compression=high", r"output_compression='high': give an integer from 0 to 100"),
     ],
 )
 def test_bad_overrides_are_errors_that_say_why(key: str, argument: str, message: str) -> None:

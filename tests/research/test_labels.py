@@ -183,6 +183,34 @@ def test_form_is_self_contained_blind_and_escaped(runs: Runs, tmp_path: Path,
     assert meta["items"][0]["dims"] == ["C0", "C2", "C3", "C4", "C5", "C6", "C7", "C9"]
 
 
+def test_a_predicate_an_item_lacks_is_n_a_in_items_csv(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """items.csv marks another case's predicate column n/a, as the form's CSV does: filled
+    in a spreadsheet, every empty cell is a question the item has, and it imports."""
+    fewer = case_dict("kitchen-pour-milk-1", concept="pour milk",
+                      predicates=case_dict()["predicates"][:4])
+    write_case_file(tmp_path / "kitchen.yaml", [case_dict(), fewer])
+    _pytest(tmp_path, "kitchen.yaml", "--imagetime-model=procedural", "--imagetime-judge=pixel")
+    code, _, err = _cli(capsys, "label", "export", str(tmp_path / "reports"), "--sample", "2",
+                        "-o", str(tmp_path / "form"), "--cases", str(tmp_path),
+                        "--annotator", "dana")
+    assert code == 0, err
+    rows = {r["case_id"]: r for r in _rows(tmp_path / "form" / "items.csv")}
+    assert rows["kitchen-pour-milk-1"]["p5"] == "n/a"
+    assert rows["kitchen-pour-water-1"]["p5"] == ""
+    filled = tmp_path / "labels-dana.csv"
+    answers = [{k: ("yes" if k == "valid_sheet" or k.startswith("p") else "7") if v == ""
+                and k != "notes" else v for k, v in row.items()} for row in rows.values()]
+    with filled.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(answers[0]))
+        writer.writeheader()
+        writer.writerows(answers)
+    code, _, err = _cli(capsys, "label", "import", str(filled), "-o", str(tmp_path / "d.csv"),
+                        "--cases", str(tmp_path))
+    assert code == 0, err
+
+
 def test_export_refuses_what_it_cannot_label(runs: Runs, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _cli(capsys, "label", "export", str(runs.out), "--sample", "3", "-o",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..cases.model import STAGES, Case
@@ -83,6 +84,10 @@ def _torch() -> Any:
 
 def _load(cls: Any, model_id: str) -> Any:
     """``cls.from_pretrained(model_id)``, a failure as one line naming the model."""
+    if model_id.startswith(("/", ".", "~")) and not Path(model_id).expanduser().is_dir():
+        # transformers would read it as a malformed Hub id and say only that.
+        raise ValueError(f"cannot load the detector {model_id}: no such folder; give a "
+                         f"folder written by save_pretrained or a Hub id (NAME=FOLDER)")
     try:
         return cls.from_pretrained(model_id)
     except Exception as exc:  # hub, file and config errors have no common base class

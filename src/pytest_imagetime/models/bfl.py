@@ -20,7 +20,7 @@ from ..backends.hosted_calls import fetch_bytes, request_json
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
 from .hosted import HostedModel, per_image_cost
 from .openai_images import decode_image
-from .overrides import Converter, boolean
+from .overrides import Converter, boolean, whole_number
 
 DEFAULT_MODEL = "flux-2-pro"  # the pinned FLUX.2 [pro] snapshot, for reproducible runs
 DEFAULT_BASE_URL = "https://api.bfl.ai"  # global; api.eu.bfl.ai and api.us.bfl.ai are regional
@@ -33,16 +33,18 @@ MODERATED = {"Request Moderated": "BFL moderated the request (the prompt)",
 
 
 def side(raw: str) -> int:
-    value = int(raw)
+    accepted = "give a side in pixels, a multiple of 16 from 64"
+    value = whole_number(raw, accepted)
     if value < 64 or value % 16:
-        raise ValueError("give a side in pixels, a multiple of 16 from 64")
+        raise ValueError(accepted)
     return value
 
 
 def tolerance(raw: str) -> int:
-    value = int(raw)
+    accepted = "give an integer from 0 (strictest) to 6"
+    value = whole_number(raw, accepted)
     if not 0 <= value <= 6:
-        raise ValueError("give an integer from 0 (strictest) to 6")
+        raise ValueError(accepted)
     return value
 
 

@@ -40,6 +40,7 @@ from .overrides import (
     parse_overrides,
     positive_int,
     split_argument,
+    whole_number,
 )
 from .prompt_tokens import prompt_token_counts
 from .weights_revision import COMMIT, hub_revision, local_revision
@@ -58,9 +59,10 @@ ARGUMENT_OVERRIDES = {"num_inference_steps": "steps", "guidance_scale": "guidanc
 
 
 def _multiple_of_16(raw: str) -> int:
-    value = int(raw)
+    accepted = f"give a multiple of {SIZE_MULTIPLE}, e.g. 1024"
+    value = whole_number(raw, accepted)
     if value < SIZE_MULTIPLE or value % SIZE_MULTIPLE:
-        raise ValueError(f"give a multiple of {SIZE_MULTIPLE}, e.g. 1024")
+        raise ValueError(accepted)
     return value
 
 

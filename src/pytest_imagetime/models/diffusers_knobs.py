@@ -89,7 +89,10 @@ def compile_choice(raw: str) -> str:
     lowered = raw.lower()
     if lowered in ("full", "regional"):
         return lowered
-    return "auto" if boolean(raw) else "none"
+    try:
+        return "auto" if boolean(raw) else "none"
+    except ValueError:
+        raise ValueError("give true, false, full or regional") from None
 
 
 OVERRIDES: Mapping[str, Converter] = {

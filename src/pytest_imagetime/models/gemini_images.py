@@ -23,7 +23,7 @@ from ..backends.hosted_calls import HostedCalls
 from ..backends.openai_client import Failure, server_message
 from ..backends.registry import import_extra
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
-from .hosted import HostedModel, key_env_of, read_key
+from .hosted import OPENAI_KEY_ENV, HostedModel, key_env_of, read_key
 from .openai_images import cost_usd, decode_image, price_for
 from .overrides import Converter, boolean, choice
 
@@ -139,7 +139,9 @@ class GeminiImageModel(HostedModel):
             return None, None, (" (Vertex AI: application default credentials, gcloud auth "
                                 "application-default login, GOOGLE_APPLICATION_CREDENTIALS)")
         key_env = key_env_of(self.options, *KEY_ENVS)
-        return key_env, read_key(key_env, "the gemini-image model"), ""
+        # Both variables are read unless the user named one, so the message names both.
+        also = KEY_ENVS[1:] if self.options.key_env == OPENAI_KEY_ENV else ()
+        return key_env, read_key(key_env, "the gemini-image model", also), ""
 
     @property
     def vertex(self) -> bool:

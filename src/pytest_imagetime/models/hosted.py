@@ -31,13 +31,15 @@ def key_env_of(options: ModelOptions, own: str, *fallbacks: str) -> str | None:
     return next((name for name in (own, *fallbacks) if os.environ.get(name)), own)
 
 
-def read_key(key_env: str | None, who: str) -> str | None:
-    """The key in ``key_env``; ValueError naming the variable when it is empty."""
+def read_key(key_env: str | None, who: str, also: tuple[str, ...] = ()) -> str | None:
+    """The key in ``key_env``; ValueError naming the variable, and the ``also`` variables
+    that would have been read too, when it is empty."""
     if key_env is None:
         return None
     key = os.environ.get(key_env)
     if not key:
-        raise ValueError(f"{who} needs an API key in the environment variable {key_env} (or "
+        variables = " or ".join((key_env, *also))
+        raise ValueError(f"{who} needs an API key in the environment variable {variables} (or "
                          f"--imagetime-model-key-env=NAME for another variable, 'none' for a "
                          f"server without keys)")
     return key

@@ -29,7 +29,14 @@ from PIL import Image
 
 from ..backends.openai_client import NO_CALLS, Endpoint, base_url_of, open_endpoint, safe_url
 from .base import Generated, GenerationRequest, ImageModel, ModelError, ModelOptions
-from .overrides import Converter, boolean, choice, parse_overrides, split_argument
+from .overrides import (
+    Converter,
+    boolean,
+    choice,
+    parse_overrides,
+    split_argument,
+    whole_number,
+)
 
 DEFAULT_MODEL = "gpt-image-2"  # GPT Image 2, the model the ImageTime paper evaluates
 SEED_NOTE = "the images endpoint takes no seed: the case seed is recorded, not sent"
@@ -49,7 +56,7 @@ def api_size(raw: str) -> str:
 
 
 def percent(raw: str) -> int:
-    value = int(raw)
+    value = whole_number(raw, "give an integer from 0 to 100")
     if not 0 <= value <= 100:
         raise ValueError("give an integer from 0 to 100")
     return value

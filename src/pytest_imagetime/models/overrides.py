@@ -50,15 +50,26 @@ def parse_overrides(text: str, accepted: Mapping[str, Converter],
     return values
 
 
+def whole_number(raw: str, accepted: str) -> int:
+    """``raw`` as an int; anything else is refused with ``accepted``, the form the key takes."""
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(accepted) from None
+
+
 def positive_int(raw: str) -> int:
-    value = int(raw)
+    value = whole_number(raw, "give a positive integer")
     if value < 1:
         raise ValueError("give a positive integer")
     return value
 
 
 def non_negative_float(raw: str) -> float:
-    value = float(raw)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("give a number >= 0") from None
     if not value >= 0:
         raise ValueError("give a number >= 0")
     return value

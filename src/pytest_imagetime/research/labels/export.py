@@ -183,6 +183,9 @@ def export(items: Sequence[RunItem], cases: dict[str, Case], out: Path, size: in
     form.write_text(form_html(chosen, annotator, storage_key(chosen, seed, annotator)),
                     encoding="utf-8")
     table = out / "items.csv"
-    write_csv(table, wide_columns(p.id for i in chosen for p in i.predicates),
-              [i.row(annotator) for i in chosen])
+    columns = wide_columns(p.id for i in chosen for p in i.predicates)
+    # Another item's predicate column is a question this item does not have: n/a, as the form
+    # writes it, so that filling every empty cell in a spreadsheet answers only real ones.
+    write_csv(table, columns,
+              [{**dict.fromkeys(columns, NOT_ASKED), **i.row(annotator)} for i in chosen])
     return [form, table]
