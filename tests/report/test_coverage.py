@@ -29,6 +29,7 @@ from pytest_imagetime.report.json_report import validate_report
 
 RUN = Path("procedural/pixel/report.json")
 CUP = "constraints-do-not-touch-cup-1"  # one of the 24 cases of constraints.yaml
+EARLIER = 2 + 58  # the packaged cases "-k 'crack-egg or nature'" selects
 
 
 @pytest.fixture(autouse=True)
@@ -133,6 +134,25 @@ def test_the_packaged_suite_is_named(pytester: pytest.Pytester) -> None:
     assert report["coverage"]["suite"]["name"] == "imagetime"
     assert (report["coverage"]["cases"], report["coverage"]["suite"]["cases"]) == (2, 750)
     assert coverage_text(report) == "2/750 partial"
+
+
+@pytest.mark.parametrize("selection", [["kitchen.yaml::kitchen-crack-egg-1[procedural]"],
+                                       ["kitchen.yaml"]], ids=["node-id", "file"])
+def test_a_packaged_file_or_case_rerun_keeps_the_whole_suite_s_report(
+        pytester: pytest.Pytester, selection: list[str]) -> None:
+    """The rerun-alone line of a failed item names its packaged file: like -k it selects
+    from the benchmark, so the report keeps the suite and the items of the other files."""
+    _run_packaged = ["--imagetime-model=procedural", "--imagetime-size=128"]
+    pytester.runpytest(*_run_packaged, "-k", "crack-egg or nature").assert_outcomes(
+        passed=EARLIER, deselected=750 - EARLIER)
+    before = _report(pytester.path / "reports" / RUN)
+    pytester.runpytest(*selection, *_run_packaged).assert_outcomes(
+        passed=1 if "::" in selection[0] else 58)
+    report = _report(pytester.path / "reports" / RUN)
+    assert report["coverage"]["suite"] == before["coverage"]["suite"]
+    assert report["coverage"]["suite"]["name"] == "imagetime"
+    kept = {i["case_id"] for i in before["items"]} - {i["case_id"] for i in report["items"]}
+    assert kept == set()  # nothing of the earlier run dropped
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])

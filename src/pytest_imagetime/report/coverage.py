@@ -51,8 +51,9 @@ class Suite:
 
 def suite_of(args: Sequence[str], invocation_dir: Path,
              loaded: Mapping[Path, Sequence[Case]] | None = None) -> Suite:
-    """The suite under pytest's path arguments (``file.yaml::case`` counts its whole file);
-    ``loaded`` holds case files this process already collected."""
+    """The suite under pytest's path arguments (``file.yaml::case`` counts its whole file, and
+    any part of the packaged cases counts all of them); ``loaded`` holds case files this
+    process already collected."""
     loaded = loaded or {}
     roots = []
     for arg in args:
@@ -61,6 +62,10 @@ def suite_of(args: Sequence[str], invocation_dir: Path,
         if path.is_dir() or path.suffix in (".yaml", ".yml"):
             roots.append(path.resolve())
     packaged = builtin_cases_dir().resolve()
+    if roots and all(r == packaged or packaged in r.parents for r in roots):
+        # A packaged file or case (a rerun-alone line) is a selection of the benchmark, as
+        # -k is: the report stays the whole suite's, its other items kept.
+        roots = [packaged]
     name = PACKAGED if roots == [packaged] else " ".join(_shown(p, invocation_dir)
                                                           for p in roots)
     cases: dict[str, str] = {}
