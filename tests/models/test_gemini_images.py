@@ -210,6 +210,25 @@ def test_vertex_ai_with_application_default_credentials(
     assert generated.details["api"] == "vertex" and generated.image.size == (SIZE, SIZE)
 
 
+def test_vertex_ai_without_credentials_is_refused_before_a_request(
+        server: HostedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nowhere that google.auth looks has credentials: no real gcloud or metadata server.
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    with pytest.raises(ValueError, match=r"^the gemini-image model on Vertex AI needs Google "
+                                         r"application default credentials, and none were "
+                                         r"found \(File .*missing\.json was not found\.\): "
+                                         r"run 'gcloud auth application-default login', or "
+                                         r"set GOOGLE_APPLICATION_CREDENTIALS"):
+        _model(server, "vertex=true,project=my-project")
+    assert server.state.requests == [] and server.state.gets == []
+    # A session that makes no calls does not look for them.
+    assert GeminiImageModel("vertex=true,project=my-project",
+                            options=ModelOptions(calls=False)).config()["api"] == "vertex"
+
+
 def test_vertex_ai_needs_a_project(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
     with pytest.raises(ValueError, match=r"needs a project: gemini-image:vertex=true"):

@@ -226,6 +226,9 @@ DIFFUSERS_PRESETS = ("flux-dev", "flux-schnell", "flux2-dev", "sdxl", "sd3.5-lar
                      "qwen-image", "z-image-turbo", "hunyuanimage-2.1", "flux-kontext",
                      "qwen-image-edit")
 
+# The built-in models that call a provider's hosted API, each with its own key variable.
+HOSTED_MODELS = frozenset({"openai-images", "gemini-image", "seedream", "bfl"})
+
 MODELS = Registry("model", "imagetime.models", {
     "procedural": "pytest_imagetime.models.procedural:ProceduralModel",
     "files": "pytest_imagetime.models.files:FilesModel",

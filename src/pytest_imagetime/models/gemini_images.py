@@ -23,7 +23,8 @@ from ..backends.hosted_calls import HostedCalls
 from ..backends.openai_client import Failure, server_message
 from ..backends.registry import import_extra
 from .base import Generated, GenerationRequest, ModelError, ModelOptions
-from .hosted import OPENAI_KEY_ENV, HostedModel, key_env_of, read_key
+from .hosted import HostedModel
+from .keys import key_env_named, key_env_of, read_key
 from .openai_images import cost_usd, decode_image, price_for
 from .overrides import Converter, boolean, choice
 
@@ -31,6 +32,8 @@ DEFAULT_MODEL = "gemini-3.1-flash-image-preview"  # Nano Banana 2
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 DEFAULT_LOCATION = "global"  # where Vertex AI serves Gemini 3.1 Flash Image
+# The scope the SDK asks application default credentials for on Vertex AI.
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 # The error details with which the API rejects a key (it answers 400, not 401).
 KEY_REASONS = ("API_KEY_INVALID", "API_KEY_EXPIRED", "API_KEY_SERVICE_BLOCKED")
 # Finish reasons with which a candidate is withheld for what it shows or was asked for.
@@ -51,6 +54,23 @@ OVERRIDES: Mapping[str, Converter] = {
 def load_genai() -> Any:
     """The ``google.genai`` package; ImportError with the ``pip install`` for it."""
     return import_extra("gemini", "google.genai", "the gemini-image model")
+
+
+def application_default_credentials() -> Any:
+    """Google's application default credentials with the scope the SDK asks for, resolved
+    once at start-up: without them every request would fail on its first call. ValueError
+    saying how to provide them when there are none."""
+    auth = import_extra("gemini", "google.auth", "the gemini-image model on Vertex AI")
+    try:
+        credentials, _ = auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+    except auth.exceptions.DefaultCredentialsError as exc:
+        reason = " ".join(str(exc).split())
+        raise ValueError(
+            f"the gemini-image model on Vertex AI needs Google application default "
+            f"credentials, and none were found ({reason}): run 'gcloud auth "
+            f"application-default login', or set GOOGLE_APPLICATION_CREDENTIALS to a service "
+            f"account's key file") from None
+    return credentials
 
 
 def _type_names(exc: BaseException) -> set[str]:
@@ -121,7 +141,7 @@ class GeminiImageModel(HostedModel):
         if self.vertex:
             self._client = self._genai.Client(
                 vertexai=True, project=self.project, location=self.location,
-                http_options=http_options)
+                credentials=application_default_credentials(), http_options=http_options)
         else:
             self._client = self._genai.Client(api_key=key or "unused",
                                               http_options=http_options)
@@ -139,9 +159,10 @@ class GeminiImageModel(HostedModel):
             return None, None, (" (Vertex AI: application default credentials, gcloud auth "
                                 "application-default login, GOOGLE_APPLICATION_CREDENTIALS)")
         key_env = key_env_of(self.options, *KEY_ENVS)
+        named = key_env_named(self.options)
         # Both variables are read unless the user named one, so the message names both.
-        also = KEY_ENVS[1:] if self.options.key_env == OPENAI_KEY_ENV else ()
-        return key_env, read_key(key_env, "the gemini-image model", also), ""
+        also = () if named else KEY_ENVS[1:]
+        return key_env, read_key(key_env, "the gemini-image model", also, named=named), ""
 
     @property
     def vertex(self) -> bool:

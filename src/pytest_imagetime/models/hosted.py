@@ -1,5 +1,5 @@
-"""What the hosted backends that are not OpenAI's share: their key variable, their base URL,
-their price and the parts of a record that every one of them writes.
+"""What the hosted backends that are not OpenAI's share: their key (read through ``keys.py``),
+their base URL, their price and the parts of a record that every one of them writes.
 
 Each of them (``gemini-image``, ``seedream``, ``bfl``) asks for one square 2x2 sheet in one
 request and keeps the first image: the ImageTime paper's single pass.
@@ -7,42 +7,15 @@ request and keeps the first image: the ImageTime paper's single pass.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..backends.hosted_calls import CallsConfig, HostedCalls, http_failure
 from ..backends.openai_client import NO_CALLS, Failure, safe_url
 from .base import ImageModel, ModelError, ModelOptions
+from .keys import key_env_named, key_env_of, read_key
 from .openai_images import price_for
 from .overrides import Converter, parse_overrides, split_argument
-
-# ModelOptions' key variable when --imagetime-model-key-env is not given: it names OpenAI's
-# key, so these backends read their provider's own variable instead.
-OPENAI_KEY_ENV = ModelOptions().key_env
-
-
-def key_env_of(options: ModelOptions, own: str, *fallbacks: str) -> str | None:
-    """The variable holding the key: the one the user named, else the provider's own (the
-    first of ``own, *fallbacks`` that is set, so that the message names ``own`` when none
-    is); None for a server without keys."""
-    if options.key_env != OPENAI_KEY_ENV:
-        return options.key_env
-    return next((name for name in (own, *fallbacks) if os.environ.get(name)), own)
-
-
-def read_key(key_env: str | None, who: str, also: tuple[str, ...] = ()) -> str | None:
-    """The key in ``key_env``; ValueError naming the variable, and the ``also`` variables
-    that would have been read too, when it is empty."""
-    if key_env is None:
-        return None
-    key = os.environ.get(key_env)
-    if not key:
-        variables = " or ".join((key_env, *also))
-        raise ValueError(f"{who} needs an API key in the environment variable {variables} (or "
-                         f"--imagetime-model-key-env=NAME for another variable, 'none' for a "
-                         f"server without keys)")
-    return key
 
 
 def per_image_cost(model: str, megapixels: float) -> dict[str, Any]:
@@ -114,7 +87,8 @@ class HostedModel(ImageModel):
         """Read the key and set up the calls of a backend that sends it in a header (over the
         user's own headers); ``name`` is the registered name the user typed."""
         key_env = key_env_of(self.options, own_key_env)
-        key = read_key(key_env, f"the {self.backend} model")
+        key = read_key(key_env, f"the {self.backend} model",
+                       named=key_env_named(self.options))
         self._headers = {**self.options.headers, **(key_header(key) if key else {})}
         self._calls = HostedCalls(self.calls_config(who, key_env, key, name), error=ModelError,
                                   check=check, classify=classify, refusal=refusal)

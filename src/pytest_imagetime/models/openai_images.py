@@ -27,8 +27,16 @@ from typing import Any
 
 from PIL import Image
 
-from ..backends.openai_client import NO_CALLS, Endpoint, base_url_of, open_endpoint, safe_url
+from ..backends.openai_client import (
+    NO_CALLS,
+    Endpoint,
+    base_url_of,
+    load_sdk,
+    open_endpoint,
+    safe_url,
+)
 from .base import Generated, GenerationRequest, ImageModel, ModelError, ModelOptions
+from .keys import KEY_ENV_HINT, key_env_named, read_key
 from .overrides import (
     Converter,
     boolean,
@@ -180,12 +188,16 @@ class OpenAIImagesModel(ImageModel):
         self._endpoint: Endpoint | None = None
         if not self.options.calls:  # it only names and describes its sheets
             return
+        who = "the openai-images model"
+        # The package, then the key: a missing key is a MissingKey, which the start-up words
+        # for a run of one hosted backend or of several.
+        load_sdk(who)
+        read_key(self.options.key_env, who, named=key_env_named(self.options))
         # One client for every generating thread: it is thread-safe and pools connections.
         self._endpoint = open_endpoint(
-            backend="the openai-images model", who="the images endpoint", model=self.model,
+            backend=who, who="the images endpoint", model=self.model,
             base_url=self.options.base_url, key_env=self.options.key_env,
-            key_hint="or --imagetime-model-key-env=NAME for another variable, 'none' for a "
-                     "server without keys",
+            key_hint=KEY_ENV_HINT,
             timeout_s=self.options.timeout_s, retries=self.options.retries,
             headers=self.options.headers, error=ModelError,
             base_url_option="--imagetime-model-base-url",

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from ..backends.registry import JUDGES, UnknownBackend
+from ..backends.registry import HOSTED_MODELS, JUDGES, Registry, UnknownBackend
 from ..cases.model import Case, CaseFileError, Problem
 from ..engine.run_spec import RunSpec
 from ..gate.baseline_runs import AmbiguousBaseline, baseline_report, judges_present
+from ..models.keys import MissingKey
 from ..models.own_process import OwnProcessModel, factory_of, may_draw_in_own_process
 from ..store.atomic import read_json, remove_abandoned_temporaries
 from ..store.keys import input_key
@@ -47,19 +48,49 @@ if TYPE_CHECKING:
     Result = ItemOutcome | Sheet  # a dense grid (never judged) gets its sheet
 
 state_key = pytest.StashKey["ImagetimeState"]()
+T = TypeVar("T")
 
 
 def is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _create_backend(kind: str, spec: str, registry: Any, **context: Any) -> Any:
+def _create_backend(kind: str, spec: str, registry: Any, *, several_hosted: bool = False,
+                    **context: Any) -> Any:
+    """The backend ``spec`` names; a usage error naming the option when it cannot be made.
+    ``several_hosted``: the run has several hosted backends, so a missing key's message does
+    not send the user to the option that names one variable for all of them."""
     try:
         return registry.create(spec, **context)
-    except (UnknownBackend, ValueError) as exc:
+    except MissingKey as exc:
+        raise pytest.UsageError(
+            f"--imagetime-{kind}={spec}: {exc.worded(several=several_hosted)}") from None
+    except (UnknownBackend, ValueError, ImportError) as exc:
         raise pytest.UsageError(f"--imagetime-{kind}={spec}: {exc}") from None
-    except ImportError as exc:
-        raise pytest.UsageError(f"--imagetime-{kind}={spec}: {exc}") from None
+
+
+def _noting_problem(problems: list[str], make: Callable[[], T]) -> T | None:
+    """What ``make`` returns; None, with its usage error's lines added to ``problems``, when
+    it refuses: the start-up reports every backend's problem at once."""
+    try:
+        return make()
+    except pytest.UsageError as exc:
+        problems.extend(str(line) for line in exc.args)
+        return None
+
+
+def _hosted_backends(registry: Registry, specs: Iterable[str]) -> set[str]:
+    """The built-in hosted backends these model specs name (--imagetime-model-key-env and
+    --imagetime-model-base-url apply to every one of them)."""
+    names = (registry.resolve(spec.partition(":")[0].strip()) for spec in specs)
+    return {name for name in names if name in HOSTED_MODELS}
+
+
+def _model_specs(options: Options) -> list[str]:
+    """Every model spec the run builds: its models and the one that draws its references."""
+    drawn_references = options.setting == "scaffold" and options.reference_dir is None
+    return [*options.models, *([options.reference_model]
+                               if drawn_references and options.reference_model else [])]
 
 
 def _check_model_fits(spec: str, model: ImageModel, options: Options) -> None:
@@ -77,21 +108,24 @@ class ImagetimeState:
     def __init__(self, config: pytest.Config, options: Options) -> None:
         self.config = config
         self.options = options
-        judge: Judge = _create_backend("judge", options.judge, JUDGES,
-                                       options=options.judge_options)
-        if options.judge_batch:
-            judge = self._batch_judge(config, options, judge)
-        self.judge = judge
+        problems: list[str] = []  # every backend's, reported together before anything runs
+        made_judge: Judge | None = _noting_problem(problems, lambda: _create_backend(
+            "judge", options.judge, JUDGES, options=options.judge_options))
+        if made_judge is not None and options.judge_batch:
+            made_judge = self._batch_judge(config, options, made_judge)
+        several_hosted = len(_hosted_backends(session_models(config),
+                                              _model_specs(options))) > 1
+        references = _noting_problem(problems, lambda: self._references(options,
+                                                                        several_hosted))
+        models = {spec: _noting_problem(problems, functools.partial(
+            self._model, spec, several_hosted)) for spec in options.models}
+        if problems:
+            raise pytest.UsageError(*problems)
+        assert made_judge is not None
+        self.judge = judge = made_judge
         self.runs: dict[str, RunSpec] = {}
-        references = self._references(options)
-        for spec in options.models:
-            model: ImageModel = _create_backend("model", spec, session_models(config),
-                                                options=options.model_options)
-            _check_model_fits(spec, model, options)
-            choice = options.model_options.process
-            if may_draw_in_own_process(model, choice):
-                model = OwnProcessModel(factory_of(session_models(config), spec,
-                                                   options.model_options), model, choice)
+        for spec, model in models.items():
+            assert model is not None
             paths = RunPaths(options.out, model.name, judge.name, options.setting, options.grid)
             self.runs[spec] = RunSpec(model=model, judge=judge, paths=paths,
                                       setting=options.setting, size=options.size,
@@ -182,7 +216,22 @@ class ImagetimeState:
                                       generation_concurrency=drawing)
         return self._pipeline
 
-    def _references(self, options: Options) -> References | None:
+    def _model(self, spec: str, several_hosted: bool) -> ImageModel:
+        """The model of ``--imagetime-model=spec``, checked against the setting; in a child
+        process of its own where it draws there."""
+        options = self.options
+        registry = session_models(self.config)
+        model: ImageModel = _create_backend("model", spec, registry,
+                                            several_hosted=several_hosted,
+                                            options=options.model_options)
+        _check_model_fits(spec, model, options)
+        choice = options.model_options.process
+        if may_draw_in_own_process(model, choice):
+            model = OwnProcessModel(factory_of(registry, spec, options.model_options), model,
+                                    choice)
+        return model
+
+    def _references(self, options: Options, several_hosted: bool) -> References | None:
         if options.setting != "scaffold":
             return None
         # Only the scaffold setting has references.
@@ -194,7 +243,8 @@ class ImagetimeState:
         assert options.reference_model is not None  # parse_options demands one of the two
         model: ImageModel = _create_backend("reference-model", options.reference_model,
                                             session_models(self.config),
-                                     options=options.model_options)
+                                            several_hosted=several_hosted,
+                                            options=options.model_options)
         return GeneratedReferences(model, options.out, options.size,
                                    functools.partial(case_seed, options.seed))
 
