@@ -354,5 +354,5 @@ def test_compile_on_the_cpu_draws_what_eager_draws(tiny: dict[str, Path]) -> Non
     assert drawn.details["compile"] == "unet:regional"
     assert compiled.config() == model(base).config()  # compiling only rounds differently
     assert np.abs(pixels(drawn.image) - eager).max() <= 2
-    with pytest.raises(ValueError, match=r"compile='maybe': give true or false"):
+    with pytest.raises(ValueError, match=r"compile='maybe': give true, false, full or regional"):
         model(f"{base},compile=maybe")
