@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
+from .backends.prices import PriceError, parse_usd
 from .cases.command import cases_parser
 from .research.agreement.parsers import agree_parser, human_agree_parser, judges_agree_parser
 from .research.baselines.command import add_parser as baseline_parser
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "directories.")
     report.add_argument("-o", "--out", default="imagetime-report",
                         help="Folder to write (default: imagetime-report).")
-    report.add_argument("--gpu-usd-per-hour", type=_usd, metavar="USD",
+    report.add_argument("--gpu-usd-per-hour", type=_gpu_usd_per_hour, metavar="USD",
                         help="Price a GPU hour: runs whose backend reports no generation cost "
                         "(open models drawn locally) go on the cost figure with their sheets' "
                         "drawing seconds at this rate.")
@@ -78,14 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _usd(text: str) -> float:
+def _gpu_usd_per_hour(text: str) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a price in USD above 0, e.g. 2.50")
-    return value
+        return parse_usd(text, zero=False)
+    except PriceError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -61,6 +61,33 @@ class Price:
         return self.batch if batch else self.standard
 
 
+def parse_rates(text: str) -> tuple[float, ...]:
+    """A price as typed on a command line: ``IN,OUT`` or ``IN,OUT,CACHED`` USD per 1M tokens;
+    PriceError says what is accepted."""
+    try:
+        rates = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        rates = ()
+    if len(rates) not in (2, 3) or not all(math.isfinite(rate) for rate in rates):
+        raise PriceError("give IN,OUT or IN,OUT,CACHED in USD per 1M tokens, e.g. 5,30,0.5")
+    if any(rate < 0 for rate in rates):
+        raise PriceError("prices cannot be negative")
+    return rates
+
+
+def parse_usd(text: str, *, zero: bool = True) -> float:
+    """An amount of USD as typed on a command line, 0 allowed only where ``zero``;
+    PriceError says what is accepted."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise PriceError("give USD, a number of 0 or more" if zero
+                         else "give USD, a number above 0, e.g. 2.50")
+    return value
+
+
 def _rate(value: object, where: str, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise PriceError(f"{where}: {name} must be a number of USD per 1M tokens, 0 or more; "

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ..backends.prices import PriceError, parse_rates
 from ..judges.base import JudgeOptions
 from ..models.base import ModelOptions
 from ..models.devices import DeviceError, parse_devices, worker_index
@@ -306,15 +307,9 @@ def _price(config: pytest.Config) -> tuple[float, ...] | None:
     if raw is None:
         return None
     try:
-        rates = tuple(float(v) for v in str(raw).split(","))
-    except ValueError:
-        rates = ()
-    if len(rates) not in (2, 3):
-        raise _fail("judge-price", raw, "give IN,OUT or IN,OUT,CACHED in USD per 1M tokens, "
-                                        "e.g. 5,30,0.5")
-    if any(rate < 0 for rate in rates):
-        raise _fail("judge-price", raw, "prices cannot be negative")
-    return rates
+        return parse_rates(str(raw))
+    except PriceError as exc:
+        raise _fail("judge-price", raw, str(exc)) from None
 
 
 def parse_shard(raw: object) -> Shard | None:

@@ -9,12 +9,16 @@ labelling form. Each names its runner in ``runs.py``.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from ...backends.prices import parse_rates, parse_usd
 from ...judges.base import JudgeOptions
 from ...tempviz.names import STYLES
 from .choices import DEFAULT_SEED, DISTRIBUTIONS
 from .labels import COMBINED, SETTINGS, TARGETS
+
+T = TypeVar("T")
 
 RUNS = "pytest_imagetime.research.tempviz_paper.runs"
 
@@ -149,37 +153,26 @@ def _endpoint_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Requests again after an unusable answer.")
 
 
-def _price(text: str) -> tuple[float, ...]:
-    try:
-        rates = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        rates = ()
-    if len(rates) not in (2, 3) or any(not rate >= 0 for rate in rates):
-        raise argparse.ArgumentTypeError(f"{text!r}: give IN,OUT or IN,OUT,CACHED in USD per "
-                                         "1M tokens, none negative, e.g. 5,30,0.5")
-    return rates
-
-
-def _usd(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give USD, a number of 0 or more")
-    return value
+def _command_line(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse`` as an argparse type: its message, after the value, on a usage error."""
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    return convert
 
 
 def _asking_arguments(parser: argparse.ArgumentParser, store: str) -> None:
     """Prices, the budget and the answer store of the commands that ask an endpoint."""
-    parser.add_argument("--price", type=_price, metavar="IN,OUT[,CACHED]",
+    parser.add_argument("--price", type=_command_line(parse_rates), metavar="IN,OUT[,CACHED]",
                         help="The model's price in USD per 1M tokens (cached input defaults "
                         "to IN), overriding the shipped table; 0,0 for a server of your own.")
     parser.add_argument("--prices", metavar="FILE", help="JSON price table to use beside the "
                         "shipped one (docs/judging.md).")
-    parser.add_argument("--max-cost", type=_usd, metavar="USD", help="Stop asking once this "
-                        "many USD are spent; what is not asked is an error row. Needs a "
-                        "known price.")
+    parser.add_argument("--max-cost", type=_command_line(parse_usd), metavar="USD",
+                        help="Stop asking once this many USD are spent; what is not asked is "
+                        "an error row. Needs a known price.")
     kept = parser.add_mutually_exclusive_group()
     kept.add_argument("--store", metavar="DIR", help=f"Keep every answer in DIR as it "
                       f"arrives and reuse it on a rerun (default: {store}).")
