@@ -84,6 +84,12 @@ def image_data_url(image: Image.Image, stored: Path | None = None) -> str:
             data = stored.read_bytes()
         except OSError:
             data = None
+    return png_data_url(image, data)
+
+
+def png_data_url(image: Image.Image, data: bytes | None) -> str:
+    """``data`` as a PNG data URL when it is a PNG file's bytes (no re-encoding), else
+    ``image`` freshly encoded."""
     if data is None or not data.startswith(b"\x89PNG"):
         buffer = io.BytesIO()
         image.convert("RGB").save(buffer, format="PNG")

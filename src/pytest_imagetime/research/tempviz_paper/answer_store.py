@@ -7,7 +7,6 @@ the keys of image answers hold.
 
 from __future__ import annotations
 
-import base64
 import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,13 +17,12 @@ from typing import Any
 from PIL import Image
 
 from ... import __version__
-from ...judges.vlm import image_data_url
+from ...judges.vlm import png_data_url
 from ...rubric.judgment import JudgeError
 from ...store.atomic import atomic_write_json, read_json
 from ...store.keys import input_key, sha256_bytes
 
 ANSWER_FORMAT = "imagetime-tempviz-paper-answer/1"
-PNG = b"\x89PNG"
 
 
 @dataclass(frozen=True)
@@ -99,6 +97,4 @@ def image_url(path: Path, digest: str) -> str:
     if sha256_bytes(data) != digest:
         raise JudgeError(f"{path} changed while it was asked about")
     with Image.open(io.BytesIO(data)) as picture:
-        if data.startswith(PNG):  # sent as it is stored, no re-encoding
-            return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-        return image_data_url(picture)
+        return png_data_url(picture, data)
