@@ -4,8 +4,15 @@ so the tests never need the real 7,940-row release."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+import json
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from tests.fake_openai import ChatServer
 
 REPLY = "Just reply with 'yes' or 'no'."
 HEADERS: dict[str, list[str]] = {
@@ -116,3 +123,32 @@ def write_tables(directory: Path, categories: Sequence[str] = tuple(ROWS)) -> Pa
             writer.writerow(HEADERS[category])
             writer.writerows(rows(category))
     return directory
+
+
+def write_images(reports: Path, model: str, items: Sequence[str]) -> Path:
+    """Stored TempViz images of one model, as the suite writes them (an image and its record
+    each, a colour of their own), under ``reports``; returns ``reports``."""
+    folder = reports / model / "tempviz" / "images"
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, item in enumerate(items):
+        Image.new("RGB", (16, 16), (40 * n % 256, 90, 200)).save(folder / f"{item}.png")
+        (folder / f"{item}.json").write_text(json.dumps({"model": model, "id": item}))
+    return reports
+
+
+def fail_after(server: ChatServer, answered: int, reply: Callable[[dict[str, Any]], str]
+               ) -> None:
+    """The server answers ``answered`` requests with ``reply``, then fails every later one
+    with a 500 (a run killed part way, as the next run sees it)."""
+    count = [0]
+    lock = threading.Lock()
+
+    def respond(request: dict[str, Any]) -> str:
+        with lock:
+            count[0] += 1
+            if count[0] == answered:
+                server.state.fault_rate = 1.0
+                server.state.fault_kinds = ("500",)
+        return reply(request)
+
+    server.state.responder = respond

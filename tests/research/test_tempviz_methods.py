@@ -15,7 +15,7 @@ from PIL import Image
 
 from pytest_imagetime.cli import main
 from tests.fake_openai import ChatServer, ServerState, chat_server
-from tests.tempviz_data import write_tables
+from tests.tempviz_data import write_images, write_tables
 
 ITEMS = ("Maps-0", "Maps-1", "Animals-0", "Landscapes-0")
 
@@ -29,12 +29,7 @@ def server() -> Iterator[ChatServer]:
 @pytest.fixture
 def out(tmp_path: Path) -> Path:
     """Stored TempViz images of one model, as the suite writes them."""
-    folder = tmp_path / "reports" / "flux-dev" / "tempviz" / "images"
-    folder.mkdir(parents=True)
-    for n, item in enumerate(ITEMS):
-        Image.new("RGB", (16, 16), (40 * n, 90, 200)).save(folder / f"{item}.png")
-        (folder / f"{item}.json").write_text(json.dumps({"model": "flux-dev", "id": item}))
-    return tmp_path / "reports"
+    return write_images(tmp_path / "reports", "flux-dev", ITEMS)
 
 
 @pytest.fixture

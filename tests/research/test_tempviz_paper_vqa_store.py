@@ -6,17 +6,16 @@ server), a failed run resumes with only what is missing, and the cost lines."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
 
 from pytest_imagetime.cli import main
+from tests import tempviz_data
 from tests.fake_openai import ChatServer, ServerState, chat_server, closed_port_url
-from tests.tempviz_data import write_tables
+from tests.tempviz_data import write_images, write_tables
 
 ITEMS = ("Maps-0", "Maps-1", "Animals-0")
 UNSET_KEY = "IMAGETIME_TEST_KEY_THAT_IS_NOT_SET"
@@ -43,11 +42,7 @@ def server() -> Iterator[ChatServer]:
 
 @pytest.fixture
 def out(tmp_path: Path) -> Path:
-    folder = tmp_path / "reports" / "flux-dev" / "tempviz" / "images"
-    folder.mkdir(parents=True)
-    for n, item in enumerate(ITEMS):
-        Image.new("RGB", (16, 16), (40 * n, 90, 200)).save(folder / f"{item}.png")
-    return tmp_path / "reports"
+    return write_images(tmp_path / "reports", "flux-dev", ITEMS)
 
 
 @pytest.fixture
@@ -76,19 +71,7 @@ def answers(out: Path, questions_file: Path, table: Path, *words: str) -> int:
 
 
 def fail_after(server: ChatServer, answered: int) -> None:
-    """The server answers ``answered`` requests, then fails every later one with a 500."""
-    count = [0]
-    lock = threading.Lock()
-
-    def respond(request: dict[str, Any]) -> str:
-        with lock:
-            count[0] += 1
-            if count[0] == answered:
-                server.state.fault_rate = 1.0
-                server.state.fault_kinds = ("500",)
-        return reply(request)
-
-    server.state.responder = respond
+    tempviz_data.fail_after(server, answered, reply)
 
 
 def summary(text: str) -> str:
