@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fake_openai import send_json_bytes
+
 # Faults any of the APIs serves: its own error bodies, then a timeout, a reset connection and
 # a body that is not JSON.
 TRANSPORT_FAULTS = ("429", "500", "503", "timeout", "reset", "malformed")
@@ -135,16 +137,7 @@ class HostedHandler(BaseHTTPRequestHandler):
 
     def send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         self.leave()
-        try:
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (its timeout): nothing to answer
+        send_json_bytes(self, status, data, headers)
 
 
 class HostedServer(ThreadingHTTPServer):

@@ -427,16 +427,22 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         self._no_longer_in_flight()
-        try:
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (its timeout): nothing to answer
+        send_json_bytes(self, status, data, headers)
+
+
+def send_json_bytes(handler: BaseHTTPRequestHandler, status: int, data: bytes,
+                    headers: dict[str, str] | None = None) -> None:
+    """Answer with ``data`` as a JSON body; a client that gave up (its timeout) gets nothing."""
+    try:
+        handler.send_response(status)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(data)))
+        for key, value in (headers or {}).items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
 
 
 def masked(key: str | None) -> str:
