@@ -511,11 +511,11 @@ def _c_vs_d(runs: Sequence[Run]) -> Figure:
 
 
 def _cost_vs_overall(runs: Sequence[Run], gpu_usd_per_hour: float | None = None) -> Figure:
-    others = ("runs whose backend reports none are left out" if gpu_usd_per_hour is None
-              else f"runs whose backend reports none (marked GPU): their drawing seconds at "
-                   f"{gpu_usd_per_hour:g} USD per GPU hour")
+    others = ("; runs whose backend reports none are left out" if gpu_usd_per_hour is None
+              else f"\nruns marked (GPU): their drawing seconds at {gpu_usd_per_hour:g} USD "
+                   f"per GPU hour")
     fig, ax = _new_figure("cost_vs_overall", "Generation cost vs Overall per model",
-                          f"reported generation cost of the run's sheets; {others}")
+                          f"reported generation cost of the run's sheets{others}")
     points = [(run, generation_cost(run.report, gpu_usd_per_hour), run.aggregate["overall"])
               for run in runs]
     marked = {id(run) for run in runs if priced_by_gpu_time(run.report, gpu_usd_per_hour)}
@@ -542,7 +542,8 @@ def _cost_scatter(fig: Figure, ax: Axes, runs: Sequence[Run],
                    linewidths=0.8, zorder=3, clip_on=False)
         # Labels of points in the right half go to their left, inside the axes.
         left_side = x > right / 2
-        ax.annotate(label(run), (x, y), xytext=(-9 if left_side else 9, 6),
+        # Near the top a label goes under its point, clear of the subtitle.
+        ax.annotate(label(run), (x, y), xytext=(-9 if left_side else 9, -14 if y > 9 else 6),
                     textcoords="offset points", fontsize=9,
                     ha="right" if left_side else "left")
     ax.set_xlim(-0.03 * right, right)
